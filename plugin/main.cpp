@@ -1,2 +1,64 @@
-// Entry point placeholder replaced by the CNI dispatcher wiring.
-int main() { return 0; }
+// manifold's entry point: wiring only. With CNI_COMMAND set it is a CNI plugin: read the config
+// from stdin (bounded), hand it to the dispatcher and print what it returns. Without it, it is a
+// command for people, parsed with CLI11.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <string>
+
+#include "cni/skel.h"
+#include "exec/process.h"
+#include "plugin/cli.h"
+#include "plugin/commands.h"
+
+extern char** environ;
+
+namespace {
+
+std::map<std::string, std::string> environment_map() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
+}
+
+// Reads stdin up to one byte past the limit, so the dispatcher can reject oversized configs.
+std::string read_stdin_bounded() {
+  std::string data;
+  char buf[65536];
+  while (data.size() <= manifold::cni::kMaxStdinBytes) {
+    ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    data.append(buf, static_cast<size_t>(n));
+  }
+  return data;
+}
+
+void write_stdout(const std::string& text) {
+  size_t off = 0;
+  while (off < text.size()) {
+    ssize_t n = ::write(STDOUT_FILENO, text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    off += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (std::getenv("CNI_COMMAND") == nullptr) return manifold::plugin::run_cli(argc, argv);
+  auto env = environment_map();
+  std::string input = read_stdin_bounded();
+  manifold::exec::RealProcessRunner runner;
+  manifold::plugin::Commands commands(manifold::plugin::real_services(runner));
+  auto out = manifold::cni::dispatch(env, input, commands);
+  write_stdout(out.stdout_text);
+  return out.exit_code;
+}

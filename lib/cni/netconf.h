@@ -1,0 +1,72 @@
+// The manifold meta-plugin configuration: every Multus thin-plugin key, read from the stdin config
+// with strict types (a wrong type is CNI error 7 naming the key) and Multus's defaults. Unknown keys
+// are ignored. manifold's own additions are `returnAllResults`, `delegateTimeout` and
+// `readinessTimeout`; the scoping keys belong to the scoping module.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "util/json.h"
+#include "util/log.h"
+
+namespace manifold::cni {
+
+/// Log rotation settings (`logOptions`).
+struct LogOptions {
+  int max_size_mb = 100;   ///< rotate when the file exceeds this size
+  int max_backups = 5;     ///< rotated files kept
+  int max_age_days = 5;    ///< rotated files older than this are removed
+  bool compress = true;    ///< gzip rotated files
+};
+
+/// The parsed meta-plugin config.
+struct MetaConfig {
+  std::string cni_version;                  ///< cniVersion (validated by the dispatcher)
+  std::string name;                         ///< name
+  std::string type;                         ///< type
+  std::vector<Json> delegates;              ///< inline confs/conflists; first = cluster network
+  std::string cluster_network;              ///< clusterNetwork (name, file, dir, or NAD name)
+  std::vector<std::string> default_networks;///< defaultNetworks
+  std::string kubeconfig;                   ///< kubeconfig path
+  std::string conf_dir = "/etc/cni/multus/net.d";  ///< confDir
+  std::string cni_dir = "/var/lib/cni/manifold";   ///< cniDir: manifold's cache
+  std::string bin_dir = "/opt/cni/bin";     ///< binDir: searched before CNI_PATH
+  std::string readiness_indicator_file;     ///< readinessindicatorfile
+  int readiness_timeout_s = 45;             ///< readinessTimeout (ours): bound of the wait
+  std::string log_file;                     ///< logFile
+  util::LogLevel log_level = util::LogLevel::Panic;  ///< logLevel
+  bool log_level_valid = true;              ///< false when logLevel had an unknown value
+  bool log_to_stderr = true;                ///< logToStderr
+  LogOptions log_options;                   ///< logOptions
+  bool namespace_isolation = false;         ///< namespaceIsolation
+  std::string global_namespaces;            ///< globalNamespaces (comma-separated)
+  bool global_namespaces_set = false;       ///< whether globalNamespaces was given
+  std::vector<std::string> system_namespaces = {"kube-system"};  ///< systemNamespaces
+  std::string multus_namespace = "kube-system";  ///< multusNamespace
+  bool retry_delete_on_error = false;       ///< retryDeleteOnError
+  std::string auxiliary_cni_chain_name;     ///< auxiliaryCNIChainName
+  Json capabilities = Json::object();       ///< capabilities
+  Json runtime_config = Json::object();     ///< runtimeConfig (from the runtime)
+  bool return_all_results = false;          ///< returnAllResults (ours)
+  int delegate_timeout_s = 60;              ///< delegateTimeout (ours): seconds per delegate call
+  Json scoping = Json::object();            ///< sourceRouting/mesh defaults, validated elsewhere
+  Json raw;                                 ///< the whole config as given
+};
+
+/// Reads a MetaConfig from the parsed stdin object. Throws CniError(InvalidConfig) naming the key
+/// on a wrong type or an out-of-range value, and when neither `delegates` nor `clusterNetwork` is set.
+MetaConfig parse_meta_config(const Json& config);
+
+/// Checks that a delegate config (conf or conflist) is an object with a valid shape: a conf has a
+/// string "type"; a conflist has a non-empty "plugins" list of objects with string "type".
+/// `where` names it in the error (e.g. "delegates[1]").
+void validate_delegate_shape(const Json& delegate, const std::string& where);
+
+/// True if the delegate config is a conflist (has "plugins" and no top-level "type").
+bool is_conflist(const Json& delegate);
+
+/// The "name" of a delegate config, or "".
+std::string delegate_name(const Json& delegate);
+
+}  // namespace manifold::cni

@@ -1,0 +1,201 @@
+// Implementation of the CNI dispatcher: environment table, version gates per verb, and the single
+// error rendering site.
+#include "cni/skel.h"
+
+#include <vector>
+
+#include "cni/error.h"
+#include "util/log.h"
+
+namespace manifold::cni {
+
+namespace {
+
+struct EnvRule {
+  const char* name;
+  bool add, del, check, gc, status;
+};
+
+// Which variables each verb requires (the spec's table; DEL tolerates a missing CNI_NETNS).
+constexpr EnvRule kEnvRules[] = {
+    {"CNI_CONTAINERID", true, true, true, false, false},
+    {"CNI_NETNS", true, false, true, false, false},
+    {"CNI_IFNAME", true, true, true, false, false},
+    {"CNI_PATH", true, true, true, true, true},
+};
+
+bool required(const EnvRule& r, Command c) {
+  switch (c) {
+    case Command::Add: return r.add;
+    case Command::Del: return r.del;
+    case Command::Check: return r.check;
+    case Command::Gc: return r.gc;
+    case Command::Status: return r.status;
+    case Command::Version: return false;
+  }
+  return false;
+}
+
+std::string env_or_empty(const std::map<std::string, std::string>& env, const char* key) {
+  auto it = env.find(key);
+  return it == env.end() ? std::string() : it->second;
+}
+
+const std::string& newest_version() { return supported_versions().back(); }
+
+// The version errors are printed in: the config's when it is a supported one.
+std::string error_version(const std::string& config_version) {
+  return is_supported_version(config_version) ? config_version : newest_version();
+}
+
+void require_min_version(const SpecVersion& have, SpecVersion need, const char* verb) {
+  if (have < need)
+    throw CniError(ErrorCode::IncompatibleVersion,
+                   std::string("config version does not allow ") + verb + " (needs cniVersion " +
+                       need.str() + " or later, got " + have.str() + ")");
+}
+
+Invocation build_invocation(const std::map<std::string, std::string>& env, std::string_view stdin_data,
+                            Command command) {
+  Invocation inv;
+  inv.command = command;
+  std::vector<std::string> missing;
+  for (const auto& rule : kEnvRules)
+    if (required(rule, command) && env_or_empty(env, rule.name).empty()) missing.push_back(rule.name);
+  if (!missing.empty()) {
+    std::string list;
+    for (const auto& m : missing) list += (list.empty() ? "" : " ") + m;
+    throw CniError(ErrorCode::InvalidEnv, "required env variables [" + list + "] missing");
+  }
+  inv.container_id = env_or_empty(env, "CNI_CONTAINERID");
+  inv.netns = env_or_empty(env, "CNI_NETNS");
+  inv.ifname = env_or_empty(env, "CNI_IFNAME");
+  inv.path = env_or_empty(env, "CNI_PATH");
+  inv.args_text = env_or_empty(env, "CNI_ARGS");
+  if (!inv.container_id.empty() && !valid_container_id(inv.container_id))
+    throw CniError(ErrorCode::InvalidEnv,
+                   "invalid CNI_CONTAINERID: must be alphanumeric with '_', '.', '-' and at most 1024 characters");
+  if (!inv.ifname.empty() && !valid_ifname(inv.ifname))
+    throw CniError(ErrorCode::InvalidEnv, "invalid CNI_IFNAME \"" + inv.ifname.substr(0, 32) +
+                                              "\": must be 1-15 characters of [A-Za-z0-9_.-]");
+  if (inv.netns.size() > 4096 || inv.path.size() > 64 * 1024)
+    throw CniError(ErrorCode::InvalidEnv, "CNI_NETNS or CNI_PATH is too long");
+  inv.args = CniArgs::parse(inv.args_text);
+  inv.stdin_data = std::string(stdin_data);
+  return inv;
+}
+
+Json parse_config_object(std::string_view stdin_data) {
+  if (stdin_data.size() > kMaxStdinBytes)
+    throw CniError(ErrorCode::InvalidConfig, "network config on stdin is larger than 1 MiB (" +
+                                                 std::to_string(stdin_data.size()) + " bytes)");
+  Json config = Json::parse(stdin_data, nullptr, false);
+  if (config.is_discarded())
+    throw CniError(ErrorCode::Decoding, "failed to parse network config on stdin: invalid JSON");
+  if (!config.is_object())
+    throw CniError(ErrorCode::Decoding, "failed to parse network config on stdin: not a JSON object");
+  return config;
+}
+
+std::string config_version_of(const Json& config) {
+  auto it = config.find("cniVersion");
+  if (it == config.end()) return "";
+  if (!it->is_string())
+    throw CniError(ErrorCode::InvalidConfig, "invalid config: key \"cniVersion\" must be a string");
+  return it->get<std::string>();
+}
+
+}  // namespace
+
+bool parse_command(std::string_view text, Command& out) {
+  if (text == "ADD") out = Command::Add;
+  else if (text == "DEL") out = Command::Del;
+  else if (text == "CHECK") out = Command::Check;
+  else if (text == "GC") out = Command::Gc;
+  else if (text == "STATUS") out = Command::Status;
+  else if (text == "VERSION") out = Command::Version;
+  else return false;
+  return true;
+}
+
+bool valid_ifname(std::string_view name) {
+  if (name.empty() || name.size() > 15 || name == "." || name == "..") return false;
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool valid_container_id(std::string_view id) {
+  if (id.empty() || id.size() > 1024) return false;
+  for (size_t i = 0; i < id.size(); ++i) {
+    char c = id[i];
+    bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!alnum && (i == 0 || (c != '_' && c != '.' && c != '-'))) return false;
+  }
+  return true;
+}
+
+std::string version_info_json(std::string_view requested_version) {
+  Json j;
+  j["cniVersion"] = is_supported_version(requested_version) ? std::string(requested_version)
+                                                            : newest_version();
+  j["supportedVersions"] = supported_versions();
+  return j.dump();
+}
+
+DispatchOutput dispatch(const std::map<std::string, std::string>& env, std::string_view stdin_data,
+                        Handlers& handlers) {
+  std::string config_version;
+  try {
+    Command command;
+    std::string command_text = env_or_empty(env, "CNI_COMMAND");
+    if (!parse_command(command_text, command))
+      throw CniError(ErrorCode::InvalidEnv,
+                     "unknown CNI_COMMAND \"" + command_text.substr(0, 32) + "\"");
+    if (command == Command::Version) {
+      // VERSION may come with an empty or partial stdin; only the requested version matters.
+      std::string requested;
+      Json config = Json::parse(stdin_data.substr(0, kMaxStdinBytes), nullptr, false);
+      if (config.is_object() && config.contains("cniVersion") && config["cniVersion"].is_string())
+        requested = config["cniVersion"].get<std::string>();
+      return {version_info_json(requested) + "\n", 0};
+    }
+    Json config = parse_config_object(stdin_data);
+    config_version = config_version_of(config);
+    SpecVersion version = require_supported_version(config_version);
+    Invocation inv = build_invocation(env, stdin_data, command);
+    inv.config = std::move(config);
+    inv.version = version.str();
+    std::string out;
+    switch (command) {
+      case Command::Add: out = handlers.add(inv); break;
+      case Command::Del: out = handlers.del(inv); break;
+      case Command::Check:
+        require_min_version(version, {0, 4, 0}, "CHECK");
+        out = handlers.check(inv);
+        break;
+      case Command::Gc:
+        require_min_version(version, {1, 1, 0}, "GC");
+        out = handlers.gc(inv);
+        break;
+      case Command::Status:
+        require_min_version(version, {1, 1, 0}, "STATUS");
+        out = handlers.status(inv);
+        break;
+      case Command::Version: break;
+    }
+    return {out, 0};
+  } catch (const CniError& e) {
+    util::log_error("CNI error ", e.code(), ": ", e.msg());
+    return {e.to_json(error_version(config_version)).dump(4, ' ', false, Json::error_handler_t::replace) + "\n", 1};
+  } catch (const std::exception& e) {
+    CniError wrapped(ErrorCode::Internal, std::string("internal error: ") + e.what());
+    util::log_error(wrapped.msg());
+    return {wrapped.to_json(error_version(config_version)).dump(4, ' ', false, Json::error_handler_t::replace) + "\n", 1};
+  }
+}
+
+}  // namespace manifold::cni

@@ -1,0 +1,153 @@
+// Implementation of single-plugin and conflist execution for every verb.
+#include "exec/delegate_runner.h"
+
+#include <exception>
+#include <optional>
+
+#include "cni/delegate_config.h"
+#include "cni/error.h"
+#include "cni/netconf.h"
+#include "util/log.h"
+
+namespace manifold::exec {
+
+namespace {
+
+Json parse_cached(const std::string& text) {
+  Json j = Json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    throw cni::CniError(cni::ErrorCode::Decoding, "cached delegate config is not a JSON object");
+  return j;
+}
+
+PluginCall make_call(const char* command, const DelegateTarget& t, std::string config) {
+  PluginCall call;
+  call.command = command;
+  call.container_id = t.container_id;
+  call.netns = t.netns;
+  call.ifname = t.ifname;
+  call.cni_args = t.cni_args;
+  call.cni_path = t.cni_path;
+  call.config = std::move(config);
+  return call;
+}
+
+Json parse_result(const std::string& type, const std::string& text) {
+  Json j = Json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    throw cni::CniError(cni::ErrorCode::DelegateFailed,
+                        "plugin " + type + " returned an ADD result that is not a JSON object");
+  return j;
+}
+
+// The result a 0.4.0+ DEL/CHECK gets as prevResult; null when there is none or it is too old.
+Json prev_result_for(const std::string& version, const std::string& cached_result) {
+  if (cached_result.empty() || !cni::version_at_least(version, 0, 4)) return Json();
+  Json j = Json::parse(cached_result, nullptr, false);
+  return j.is_discarded() ? Json() : j;
+}
+
+std::string type_of(const Json& plugin) { return plugin["type"].get<std::string>(); }
+
+}  // namespace
+
+std::string DelegateRunner::add(const std::string& config_text, const DelegateTarget& target) {
+  Json conf = parse_cached(config_text);
+  if (!cni::is_conflist(conf)) {
+    std::string out = invoker_.invoke(type_of(conf), make_call("ADD", target, config_text));
+    parse_result(type_of(conf), out);
+    return out;
+  }
+  std::string name = cni::delegate_name(conf);
+  std::string version = cni::delegate_version(conf);
+  Json prev;
+  std::string out;
+  for (const auto& plugin : conf["plugins"]) {
+    std::string stdin_text = cni::chain_plugin_stdin(plugin, name, version, prev);
+    out = invoker_.invoke(type_of(plugin), make_call("ADD", target, stdin_text));
+    prev = parse_result(type_of(plugin), out);
+  }
+  return out;
+}
+
+void DelegateRunner::del(const std::string& config_text, const std::string& cached_result,
+                         const DelegateTarget& target) {
+  Json conf = parse_cached(config_text);
+  std::string version = cni::delegate_version(conf);
+  Json prev = prev_result_for(version, cached_result);
+  if (!cni::is_conflist(conf)) {
+    std::string stdin_text = prev.is_null() ? config_text : cni::with_prev_result(config_text, cached_result);
+    invoker_.invoke(type_of(conf), make_call("DEL", target, stdin_text));
+    return;
+  }
+  std::string name = cni::delegate_name(conf);
+  std::optional<cni::CniError> first_error;
+  const Json& plugins = conf["plugins"];
+  for (size_t i = plugins.size(); i-- > 0;) {
+    try {
+      invoker_.invoke(type_of(plugins[i]),
+                      make_call("DEL", target, cni::chain_plugin_stdin(plugins[i], name, version, prev)));
+    } catch (const cni::CniError& e) {
+      util::log_error("DEL of plugin ", type_of(plugins[i]), " in ", name, " failed: ", e.msg());
+      if (!first_error) first_error = e;
+    }
+  }
+  if (first_error) throw *first_error;
+}
+
+bool DelegateRunner::check(const std::string& config_text, const std::string& cached_result,
+                           const DelegateTarget& target) {
+  Json conf = parse_cached(config_text);
+  std::string version = cni::delegate_version(conf);
+  if (!cni::version_at_least(version, 0, 4)) return false;
+  Json prev = prev_result_for(version, cached_result);
+  if (prev.is_null())
+    throw cni::CniError(cni::ErrorCode::CheckFailed, "no cached result to check against");
+  if (!cni::is_conflist(conf)) {
+    invoker_.invoke(type_of(conf), make_call("CHECK", target, cni::with_prev_result(config_text, cached_result)));
+    return true;
+  }
+  std::string name = cni::delegate_name(conf);
+  for (const auto& plugin : conf["plugins"])
+    invoker_.invoke(type_of(plugin), make_call("CHECK", target, cni::chain_plugin_stdin(plugin, name, version, prev)));
+  return true;
+}
+
+bool DelegateRunner::status(const std::string& config_text, const std::string& cni_path) {
+  Json conf = parse_cached(config_text);
+  std::string version = cni::delegate_version(conf);
+  if (!cni::version_at_least(version, 1, 1)) return false;
+  DelegateTarget target;
+  target.cni_path = cni_path;
+  if (!cni::is_conflist(conf)) {
+    invoker_.invoke(type_of(conf), make_call("STATUS", target, config_text));
+    return true;
+  }
+  std::string name = cni::delegate_name(conf);
+  for (const auto& plugin : conf["plugins"])
+    invoker_.invoke(type_of(plugin), make_call("STATUS", target, cni::chain_plugin_stdin(plugin, name, version, Json())));
+  return true;
+}
+
+bool DelegateRunner::gc(const std::string& config_text, const Json& valid_attachments, const std::string& cni_path) {
+  Json conf = parse_cached(config_text);
+  std::string version = cni::delegate_version(conf);
+  if (!cni::version_at_least(version, 1, 1)) return false;
+  DelegateTarget target;
+  target.cni_path = cni_path;
+  std::string name = cni::delegate_name(conf);
+  auto with_valid = [&](Json plugin) {
+    plugin["name"] = name;
+    plugin["cniVersion"] = version;
+    plugin["cni.dev/valid-attachments"] = valid_attachments;
+    return plugin.dump();
+  };
+  if (!cni::is_conflist(conf)) {
+    invoker_.invoke(type_of(conf), make_call("GC", target, with_valid(conf)));
+    return true;
+  }
+  for (const auto& plugin : conf["plugins"]) invoker_.invoke(type_of(plugin), make_call("GC", target, with_valid(plugin)));
+  return true;
+}
+
+}  // namespace manifold::exec

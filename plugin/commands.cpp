@@ -1,0 +1,366 @@
+// Implementation of the CNI verbs. Each verb is a checklist: parse the config, set up logging, wait
+// for readiness, take the container's cache lock, then do the verb's work through the delegate
+// runner; failures of ADD roll back every attachment already made, in reverse.
+#include "plugin/commands.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "cni/delegate_config.h"
+#include "cni/error.h"
+#include "cni/netconf.h"
+#include "cni/result_codec.h"
+#include "exec/delegate_runner.h"
+#include "exec/plugin_finder.h"
+#include "exec/plugin_invoker.h"
+#include "plugin/attachments.h"
+#include "plugin/logging.h"
+#include "util/ip.h"
+#include "util/log.h"
+
+extern char** environ;
+
+namespace manifold::plugin {
+
+namespace {
+
+using cni::CniError;
+using cni::ErrorCode;
+
+/// What every verb sets up first.
+struct Session {
+  cni::MetaConfig config;
+  std::unique_ptr<store::Cache> cache;
+  std::unique_ptr<exec::PluginInvoker> invoker;
+  std::unique_ptr<exec::DelegateRunner> runner;
+};
+
+Session open_session(const Services& s, const cni::Invocation& inv) {
+  Session session;
+  session.config = cni::parse_meta_config(inv.config);
+  configure_logging(session.config, inv);
+  std::vector<std::string> dirs;
+  if (!session.config.bin_dir.empty()) dirs.push_back(session.config.bin_dir);
+  for (auto& d : exec::split_cni_path(inv.path)) dirs.push_back(std::move(d));
+  session.cache = s.open_cache(session.config.cni_dir);
+  session.invoker = std::make_unique<exec::PluginInvoker>(
+      *s.runner, dirs, std::chrono::seconds(session.config.delegate_timeout_s), s.environment);
+  session.runner = std::make_unique<exec::DelegateRunner>(*session.invoker);
+  return session;
+}
+
+// Waits for the readiness indicator file: bounded on ADD/STATUS/GC, a single look on DEL.
+void wait_for_readiness(const Services& s, const cni::MetaConfig& c, bool wait) {
+  const std::string& file = c.readiness_indicator_file;
+  if (file.empty() || s.file_exists(file)) return;
+  if (!wait) {
+    util::log_warning("readiness indicator file ", file, " does not exist; continuing DEL");
+    return;
+  }
+  for (int waited = 0; waited < c.readiness_timeout_s; ++waited) {
+    s.sleep(std::chrono::seconds(1));
+    if (s.file_exists(file)) return;
+  }
+  throw CniError(ErrorCode::TryAgainLater,
+                 "have you checked that your default network is ready? still waiting for "
+                 "readinessindicatorfile @ " + file + " after " + std::to_string(c.readiness_timeout_s) + "s");
+}
+
+std::string attachment_cni_args(const cni::Invocation& inv, const Attachment& a) {
+  return cni::delegate_cni_args(inv.args, a.extra_args);
+}
+
+exec::DelegateTarget target_for(const cni::Invocation& inv, const std::string& netns,
+                                const store::AttachmentRecord& a) {
+  exec::DelegateTarget t;
+  t.container_id = inv.container_id;
+  t.netns = netns;
+  t.ifname = a.ifname;
+  t.cni_args = a.extra.value("cniArgs", inv.args_text);
+  t.cni_path = inv.path;
+  return t;
+}
+
+// The netns path delegates get on DEL: empty when it no longer exists (spec: do what cleanup you can).
+std::string del_netns(const std::string& netns) {
+  if (netns.empty()) return netns;
+  std::error_code ec;
+  return std::filesystem::exists(netns, ec) ? netns : std::string();
+}
+
+// DELs every attachment of `record` in reverse; returns the attachments whose DEL failed and the
+// first error.
+std::vector<store::AttachmentRecord> del_all(exec::DelegateRunner& runner, const cni::Invocation& inv,
+                                             const store::ContainerRecord& record,
+                                             std::optional<CniError>& first_error) {
+  std::vector<store::AttachmentRecord> failed;
+  std::string netns = del_netns(record.netns.empty() ? inv.netns : record.netns);
+  for (size_t i = record.attachments.size(); i-- > 0;) {
+    const auto& a = record.attachments[i];
+    try {
+      runner.del(a.config, a.result, target_for(inv, netns, a));
+    } catch (const CniError& e) {
+      util::log_error("DEL of network \"", a.name, "\" (", a.ifname, ") failed: ", e.msg());
+      if (!first_error) first_error = CniError(e.code(), "DEL of network \"" + a.name + "\" (" + a.ifname +
+                                                             ") failed: " + e.msg(), e.details());
+      failed.insert(failed.begin(), a);
+    }
+  }
+  return failed;
+}
+
+// Undoes a partial ADD: DEL of every recorded attachment in reverse; the cache entry goes away when
+// all DELs succeeded and keeps the failed ones otherwise, for the runtime's DEL to retry.
+void roll_back(Session& s, const cni::Invocation& inv, store::ContainerRecord& record) {
+  std::optional<CniError> error;
+  auto failed = del_all(*s.runner, inv, record, error);
+  if (failed.empty()) {
+    s.cache->remove(inv.container_id);
+    return;
+  }
+  record.attachments = failed;
+  s.cache->save(record);
+}
+
+cni::Result decode_attachment_result(const store::AttachmentRecord& a) {
+  return cni::decode_result_text(a.result, cni::delegate_version(Json::parse(a.config)));
+}
+
+std::string render_result(const store::ContainerRecord& record, const cni::Invocation& inv, bool all) {
+  std::vector<cni::Result> results;
+  for (const auto& a : record.attachments)
+    if (a.cluster_network || all) results.push_back(decode_attachment_result(a));
+  cni::Result out = all ? cni::merge_results(results) : results.front();
+  return cni::encode_result(out, inv.version).dump() + "\n";
+}
+
+// Checks that an attachment's interface exists and carries the addresses its result reported.
+void check_interface(netlink::NetOps& ops, const store::AttachmentRecord& a) {
+  auto link = ops.find_link(a.ifname);
+  if (!link)
+    throw CniError(ErrorCode::CheckFailed, "interface " + a.ifname + " of network \"" + a.name +
+                                               "\" is missing from the network namespace");
+  cni::Result r = decode_attachment_result(a);
+  std::set<std::string> present;
+  for (const auto& addr : ops.list_addresses(link->index)) present.insert(addr.cidr);
+  for (const auto& ip : r.ips) {
+    if (!ip.interface || *ip.interface >= static_cast<int>(r.interfaces.size())) continue;
+    const auto& itf = r.interfaces[*ip.interface];
+    if (itf.sandbox.empty() || itf.name != a.ifname) continue;
+    auto want = util::parse_cidr(ip.address);
+    bool found = false;
+    for (const auto& p : present) {
+      auto have = util::parse_cidr(p);
+      if (have && want && have->str() == want->str()) found = true;
+    }
+    if (!found)
+      throw CniError(ErrorCode::CheckFailed, "address " + ip.address + " of network \"" + a.name +
+                                                 "\" is missing from interface " + a.ifname);
+  }
+}
+
+std::set<std::pair<std::string, std::string>> parse_valid_attachments(const Json& config) {
+  std::set<std::pair<std::string, std::string>> valid;
+  auto it = config.find("cni.dev/valid-attachments");
+  if (it == config.end() || it->is_null()) return valid;
+  if (!it->is_array()) cni::throw_invalid_config("invalid config: key \"cni.dev/valid-attachments\" must be a list");
+  for (const auto& v : *it) {
+    if (!v.is_object() || !v.contains("containerID") || !v["containerID"].is_string() ||
+        (v.contains("ifname") && !v["ifname"].is_string()))
+      cni::throw_invalid_config(
+          "invalid config: entries of \"cni.dev/valid-attachments\" need string \"containerID\" and \"ifname\"");
+    valid.emplace(v["containerID"].get<std::string>(), v.value("ifname", std::string()));
+  }
+  return valid;
+}
+
+}  // namespace
+
+std::string Commands::add(const cni::Invocation& inv) {
+  Session s = open_session(services_, inv);
+  wait_for_readiness(services_, s.config, true);
+  auto attachments = resolve_static_attachments(s.config, inv);
+  auto lock = s.cache->lock(inv.container_id);
+  auto netns = services_.open_netns(inv.netns);
+
+  store::ContainerRecord record;
+  record.container_id = inv.container_id;
+  record.netns = inv.netns;
+  record.ifname = inv.ifname;
+  record.cni_version = inv.version;
+  try {
+    for (const auto& a : attachments) {
+      if (netns->find_link(a.ifname))
+        throw CniError(ErrorCode::InterfaceExists,
+                       "cannot attach network \"" + a.name + "\": interface name " + a.ifname +
+                           " already exists in " + inv.netns);
+      store::AttachmentRecord rec;
+      rec.name = a.name;
+      rec.ifname = a.ifname;
+      rec.cluster_network = a.cluster_network;
+      rec.config = cni::prepare_delegate(a.delegate, a.runtime_config, s.config.cni_version).dump();
+      rec.extra["cniArgs"] = attachment_cni_args(inv, a);
+      record.attachments.push_back(rec);
+      s.cache->save(record);  // before the delegate runs, so a crash can still be cleaned up
+
+      util::log_verbose("ADD network \"", a.name, "\" as ", a.ifname);
+      std::string result = s.runner->add(rec.config, target_for(inv, inv.netns, rec));
+      record.attachments.back().result = result;
+      try {
+        decode_attachment_result(record.attachments.back());
+      } catch (const CniError& e) {
+        throw CniError(ErrorCode::DelegateFailed,
+                       "network \"" + a.name + "\" returned an invalid result: " + e.msg());
+      }
+      s.cache->save(record);
+    }
+    return render_result(record, inv, s.config.return_all_results);
+  } catch (const CniError& e) {
+    util::log_error("ADD failed, rolling back ", record.attachments.size(), " attachment(s): ", e.msg());
+    roll_back(s, inv, record);
+    throw;
+  } catch (...) {
+    roll_back(s, inv, record);
+    throw;
+  }
+}
+
+std::string Commands::del(const cni::Invocation& inv) {
+  Session s = open_session(services_, inv);
+  wait_for_readiness(services_, s.config, false);
+  auto lock = s.cache->lock(inv.container_id);
+  std::optional<store::ContainerRecord> record;
+  try {
+    record = s.cache->load(inv.container_id);
+  } catch (const CniError& e) {
+    util::log_error("cache entry of container ", inv.container_id, " is unreadable (", e.msg(),
+                    "); deleting the configured networks best-effort");
+  }
+  if (!record) {
+    // No usable cache: DEL what the config says would have been attached, so IPs are not leaked.
+    record.emplace();
+    record->container_id = inv.container_id;
+    record->netns = inv.netns;
+    try {
+      for (const auto& a : resolve_static_attachments(s.config, inv)) {
+        store::AttachmentRecord rec;
+        rec.name = a.name;
+        rec.ifname = a.ifname;
+        rec.cluster_network = a.cluster_network;
+        rec.config = cni::prepare_delegate(a.delegate, a.runtime_config, s.config.cni_version).dump();
+        record->attachments.push_back(rec);
+      }
+    } catch (const CniError& e) {
+      util::log_error("cannot rebuild the networks of container ", inv.container_id, ": ", e.msg());
+    }
+  }
+  std::optional<CniError> error;
+  auto failed = del_all(*s.runner, inv, *record, error);
+  if (failed.empty() || !s.config.retry_delete_on_error) {
+    s.cache->remove(inv.container_id);
+  } else {
+    record->attachments = failed;
+    s.cache->save(*record);
+  }
+  if (error) throw *error;
+  return "";
+}
+
+std::string Commands::check(const cni::Invocation& inv) {
+  Session s = open_session(services_, inv);
+  auto lock = s.cache->lock(inv.container_id);
+  auto record = s.cache->load(inv.container_id);
+  if (!record || record->attachments.empty())
+    throw CniError(ErrorCode::UnknownContainer, "no attachments are recorded for container " + inv.container_id);
+  auto netns = services_.open_netns(inv.netns);
+  for (const auto& a : record->attachments) {
+    if (a.result.empty())
+      throw CniError(ErrorCode::CheckFailed, "network \"" + a.name + "\" was never completely added");
+    check_interface(*netns, a);
+    if (!s.runner->check(a.config, a.result, target_for(inv, inv.netns, a)))
+      util::log_verbose("network \"", a.name, "\" is older than 0.4.0 and has no CHECK; checked its interface only");
+  }
+  return "";
+}
+
+std::string Commands::gc(const cni::Invocation& inv) {
+  Session s = open_session(services_, inv);
+  wait_for_readiness(services_, s.config, true);
+  auto valid = parse_valid_attachments(inv.config);
+  std::optional<CniError> error;
+  for (const auto& id : s.cache->list()) {
+    auto lock = s.cache->lock(id);
+    std::optional<store::ContainerRecord> record;
+    try {
+      record = s.cache->load(id);
+    } catch (const CniError& e) {
+      util::log_error("GC: removing unreadable cache entry of ", id, ": ", e.msg());
+      s.cache->remove(id);
+      continue;
+    }
+    if (!record || valid.count({record->container_id, record->ifname})) continue;
+    util::log_verbose("GC: container ", id, " is not a valid attachment; deleting its networks");
+    cni::Invocation gone = inv;
+    gone.container_id = record->container_id;
+    gone.netns = "";
+    del_all(*s.runner, gone, *record, error);
+    s.cache->remove(id);
+  }
+  // Delegates that speak 1.1.0 get their own GC with the attachments that remain theirs.
+  cni::Invocation named = inv;
+  if (named.ifname.empty()) named.ifname = "eth0";
+  for (const auto& a : resolve_static_attachments(s.config, named)) {
+    Json still = Json::array();
+    for (const auto& id : s.cache->list()) {
+      try {
+        auto record = s.cache->load(id);
+        if (!record) continue;
+        for (const auto& r : record->attachments)
+          if (r.name == a.name) still.push_back({{"containerID", id}, {"ifname", r.ifname}});
+      } catch (const CniError&) {
+      }
+    }
+    std::string conf = cni::prepare_delegate(a.delegate, a.runtime_config, s.config.cni_version).dump();
+    try {
+      s.runner->gc(conf, still, inv.path);
+    } catch (const CniError& e) {
+      if (!error) error = e;
+    }
+  }
+  if (error) throw *error;
+  return "";
+}
+
+std::string Commands::status(const cni::Invocation& inv) {
+  Session s = open_session(services_, inv);
+  wait_for_readiness(services_, s.config, true);
+  cni::Invocation named = inv;
+  if (named.ifname.empty()) named.ifname = "eth0";
+  auto attachments = resolve_static_attachments(s.config, named);
+  const Attachment& cluster = attachments.front();
+  std::string conf = cni::prepare_delegate(cluster.delegate, cluster.runtime_config, s.config.cni_version).dump();
+  if (!s.runner->status(conf, inv.path))
+    util::log_verbose("cluster network \"", cluster.name, "\" predates STATUS; reporting ready");
+  return "";
+}
+
+Services real_services(exec::ProcessRunner& runner) {
+  Services s;
+  s.runner = &runner;
+  s.open_cache = [](const std::string& dir) -> std::unique_ptr<store::Cache> {
+    return std::make_unique<store::FileCache>(dir);
+  };
+  s.open_netns = [](const std::string& path) -> std::unique_ptr<netlink::NetOps> {
+    return std::make_unique<netlink::RealNetOps>(path);
+  };
+  s.file_exists = [](const std::string& path) { return ::access(path.c_str(), F_OK) == 0; };
+  s.sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
+  for (char** e = environ; e && *e; ++e) s.environment.emplace_back(*e);
+  return s;
+}
+
+}  // namespace manifold::plugin

@@ -1,0 +1,55 @@
+// The CNI verbs of manifold, as short checklists over the library modules: resolve attachments, run
+// their delegates through the cache, roll back on failure, and print the cluster network's result
+// in the config's cniVersion. Side effects arrive through Services so the verbs run against fakes
+// in unit tests and against the real system in the plugin.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cni/skel.h"
+#include "exec/process.h"
+#include "netlink/net_ops.h"
+#include "store/cache.h"
+
+namespace manifold::plugin {
+
+/// The side effects the verbs need.
+struct Services {
+  /// Runs delegate processes.
+  exec::ProcessRunner* runner = nullptr;
+  /// Opens the cache in a cniDir.
+  std::function<std::unique_ptr<store::Cache>(const std::string& dir)> open_cache;
+  /// Opens netlink operations inside a network namespace path.
+  std::function<std::unique_ptr<netlink::NetOps>(const std::string& netns)> open_netns;
+  /// True if a file exists (readiness indicator).
+  std::function<bool(const std::string& path)> file_exists;
+  /// Sleeps (readiness polling).
+  std::function<void(std::chrono::milliseconds)> sleep;
+  /// manifold's own environment ("K=V"), the base of every delegate's environment.
+  std::vector<std::string> environment;
+};
+
+/// Services backed by the real system.
+Services real_services(exec::ProcessRunner& runner);
+
+/// The CNI verb handlers.
+class Commands final : public cni::Handlers {
+ public:
+  /// Uses `services` for every side effect.
+  explicit Commands(Services services) : services_(std::move(services)) {}
+
+  std::string add(const cni::Invocation& inv) override;
+  std::string del(const cni::Invocation& inv) override;
+  std::string check(const cni::Invocation& inv) override;
+  std::string gc(const cni::Invocation& inv) override;
+  std::string status(const cni::Invocation& inv) override;
+
+ private:
+  Services services_;
+};
+
+}  // namespace manifold::plugin
