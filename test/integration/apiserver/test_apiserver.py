@@ -148,6 +148,11 @@ class AuthTest(DoubleTestCase):
         conn = [c for c in self.api.connections() if c["id"] == entry["conn"]][0]
         self.assertEqual(conn["client_cert_cn"], USER)
 
+    def test_valid_certificate_wins_over_a_bad_token(self) -> None:
+        reply = self.call("GET", POD, token="stale", conn=self.connect(cert=True))
+        self.assertEqual(reply.status, 200)
+        self.assertEqual(self.api.requests()[0]["auth"], "cert+token")
+
     def test_no_credentials_get_401(self) -> None:
         reply = self.call("GET", POD, token=None)
         self.assertEqual((reply.status, reply.json["reason"]), (401, "Unauthorized"))
@@ -232,6 +237,11 @@ class StatusBodyTest(DoubleTestCase):
             "Content-Type": "application/merge-patch+json"})
         self.assertEqual(patch.status, 403)
         self.assertIn('cannot patch resource "pods"', patch.json["message"])
+        healthz = self.call("GET", "/healthz")
+        self.assertEqual(healthz.status, 200)
+        metrics = self.call("GET", "/metrics")
+        self.assertEqual((metrics.status, metrics.json["message"]),
+                         (403, f'forbidden: User "{USER}" cannot get path "/metrics"'))
         secrets = self.call("GET", "/api/v1/namespaces/default/secrets")
         self.assertEqual(secrets.status, 403)
         self.assertEqual(secrets.json["message"],
@@ -320,6 +330,21 @@ class PodStatusTest(DoubleTestCase):
         self.api.delete_pod("default", "web")
         reply = self.call("PUT", POD + "/status", body=pod)
         self.assertEqual((reply.status, reply.json["message"]), (404, 'pods "web" not found'))
+
+    def test_hostile_stored_objects_are_served_verbatim(self) -> None:
+        big = "x" * (2 * 1024 * 1024)
+        self.api.add_pod("default", "big", annotations={"k8s.v1.cni.cncf.io/networks": big})
+        reply = self.call("GET", "/api/v1/namespaces/default/pods/big")
+        self.assertEqual(reply.status, 200)
+        self.assertEqual(len(reply.json["metadata"]["annotations"]
+                             ["k8s.v1.cni.cncf.io/networks"]), len(big))
+        self.api.add_pod("default", "odd", raw={"kind": "Pod", "metadata": {
+            "name": "odd", "annotations": ["not", "a", "map"]}})
+        odd = self.call("GET", "/api/v1/namespaces/default/pods/odd").json
+        self.assertEqual(odd["metadata"]["annotations"], ["not", "a", "map"])
+        self.api.add_nad("default", "objcfg", None, raw_spec={"config": {"type": "bridge"}})
+        self.assertEqual(self.call("GET", NADS + "/objcfg").json["spec"],
+                         {"config": {"type": "bridge"}})
 
     def test_conflict_next_then_retry_succeeds(self) -> None:
         self.api.conflict_next(count=1)

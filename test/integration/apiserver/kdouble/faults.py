@@ -54,6 +54,10 @@ class Fault:
         return asdict(self)
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def make_fault(fault_id: int, spec: dict) -> Fault:
     """Validates a fault description (as sent by tests) and builds the rule."""
     if not isinstance(spec, dict):
@@ -68,16 +72,23 @@ def make_fault(fault_id: int, spec: dict) -> Fault:
     re.compile(fault.path)
     if fault.method is not None:
         fault.method = str(fault.method).upper()
-    if not isinstance(fault.status, int) or not 100 <= fault.status <= 599:
+    if not _is_int(fault.status) or not 100 <= fault.status <= 599:
         raise ValueError(f"fault status {fault.status!r} is not an HTTP status code")
-    if fault.count is not None and (not isinstance(fault.count, int) or fault.count < 1):
+    if fault.count is not None and (not _is_int(fault.count) or fault.count < 1):
         raise ValueError("fault count is a positive integer or null (unlimited)")
-    if not isinstance(fault.skip, int) or fault.skip < 0:
+    if not _is_int(fault.skip) or fault.skip < 0:
         raise ValueError("fault skip is a non-negative integer")
-    if not isinstance(fault.delay_ms, (int, float)) or fault.delay_ms < 0:
+    if not isinstance(fault.delay_ms, (int, float)) or isinstance(fault.delay_ms, bool) \
+            or fault.delay_ms < 0:
         raise ValueError("fault delay_ms is a non-negative number")
     if fault.action == "delay" and not fault.delay_ms:
         raise ValueError("a delay fault needs delay_ms > 0")
+    for name in ("retry_after", "truncate_at"):
+        value = getattr(fault, name)
+        if value is not None and (not _is_int(value) or value < 0):
+            raise ValueError(f"fault {name} is a non-negative integer or null")
+    if not isinstance(fault.body, str) or not isinstance(fault.content_type, str):
+        raise ValueError("fault body and content_type are strings")
     if fault.body_format not in ("status", "text"):
         raise ValueError("fault body_format is 'status' or 'text'")
     if not isinstance(fault.set, dict):
