@@ -1,0 +1,407 @@
+"""ApiServerDouble: drive a Kubernetes API server double process from any test.
+
+    import sys; sys.path.insert(0, "<repo>/test/integration/apiserver")
+    from apiserver_double import ApiServerDouble
+
+    with ApiServerDouble() as api:
+        api.add_pod("default", "web", annotations={"k8s.v1.cni.cncf.io/networks": "macvlan1"})
+        api.add_nad("default", "macvlan1", '{"cniVersion":"1.0.0","type":"macvlan"}')
+        api.write_kubeconfig("/tmp/kc", auth="tokenFile")
+        ... run manifold ...
+        assert [r["method"] for r in api.requests()] == ["GET", "GET", "PUT"]
+
+The double runs `server.py` as a subprocess; start() returns once the process has printed its
+READY line (no sleeping). Every method below is one call of the admin API described in README.md.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import selectors
+import shutil
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Optional, Union
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+
+from kdouble.kubeconfig import render_kubeconfig  # noqa: E402 (after the path set-up)
+
+SERVER_SCRIPT = os.path.join(_HERE, "server.py")
+STATUS_PUT_PATH = r"^/api/v1/namespaces/[^/]+/pods/[^/]+/status$"
+
+
+class AdminError(RuntimeError):
+    """The admin API refused a request (bad arguments or unknown object)."""
+
+
+class StartError(RuntimeError):
+    """The double process did not become ready; carries its log."""
+
+
+class ApiServerDouble:
+    """Context manager owning one API server double process."""
+
+    def __init__(self, directory: Optional[str] = None, tokens: Optional[list[str]] = None,
+                 rbac: Optional[str] = None, client_cn: Optional[str] = None,
+                 key_type: str = "ec", ipv6: bool = True, start_timeout: float = 30.0,
+                 idle_timeout: float = 120.0, verbose: bool = False,
+                 keep_dir: bool = False) -> None:
+        self._own_dir = directory is None
+        self.dir = directory or tempfile.mkdtemp(prefix="apiserver-double-")
+        self._keep_dir = keep_dir
+        self._args = ["--dir", self.dir, "--port", "0", "--admin-port", "0",
+                      "--key-type", key_type, "--idle-timeout", str(idle_timeout)]
+        for token in tokens or []:
+            self._args += ["--token", token]
+        if rbac:
+            self._args += ["--rbac", rbac]
+        if client_cn:
+            self._args += ["--client-cn", client_cn]
+        if not ipv6:
+            self._args.append("--no-ipv6")
+        if verbose:
+            self._args.append("--verbose")
+        self._start_timeout = start_timeout
+        self._proc: Optional[subprocess.Popen] = None
+        self._log = None
+        self.info: dict = {}
+        self.token = ""
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    def __enter__(self) -> "ApiServerDouble":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def start(self) -> "ApiServerDouble":
+        """Starts the process and waits for its READY line; returns self."""
+        os.makedirs(self.dir, exist_ok=True)
+        self._log = open(os.path.join(self.dir, "server.log"), "ab")
+        self._proc = subprocess.Popen([sys.executable, SERVER_SCRIPT, *self._args],
+                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                      stderr=self._log)
+        try:
+            self.info = self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        self.token = self.info["token"]
+        return self
+
+    def _wait_ready(self) -> dict:
+        assert self._proc is not None and self._proc.stdout is not None
+        deadline = time.monotonic() + self._start_timeout
+        buffer = b""
+        with selectors.DefaultSelector() as sel:
+            sel.register(self._proc.stdout, selectors.EVENT_READ)
+            while b"\n" not in buffer:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise StartError(f"API server double not ready after "
+                                     f"{self._start_timeout}s: {self._read_log()}")
+                if not sel.select(remaining):
+                    continue
+                chunk = os.read(self._proc.stdout.fileno(), 65536)
+                if not chunk:
+                    code = self._proc.wait()
+                    raise StartError(f"API server double exited ({code}) before ready: "
+                                     f"{self._read_log()}")
+                buffer += chunk
+        line = buffer.split(b"\n", 1)[0].decode()
+        if not line.startswith("READY "):
+            raise StartError(f"unexpected output from the double: {line!r}")
+        return json.loads(line[len("READY "):])
+
+    def _read_log(self) -> str:
+        try:
+            with open(os.path.join(self.dir, "server.log"), encoding="utf-8",
+                      errors="replace") as f:
+                return f.read()[-4000:]
+        except OSError:
+            return "(no log)"
+
+    def stop(self) -> None:
+        """Stops the process (admin shutdown, then SIGTERM, then SIGKILL) and cleans up."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            if proc.poll() is None and self.info:
+                try:
+                    self._call("POST", "/admin/shutdown", timeout=5)
+                except (OSError, AdminError, http.client.HTTPException):
+                    pass
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        if self._own_dir and not self._keep_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    @property
+    def running(self) -> bool:
+        """True while the process is alive."""
+        return self._proc is not None and self._proc.poll() is None
+
+    # ---- addresses and credentials ---------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """https://127.0.0.1:<port>"""
+        return self.info["url"]
+
+    @property
+    def url6(self) -> Optional[str]:
+        """https://[::1]:<port>, or None when the host has no IPv6 loopback."""
+        return self.info["url6"]
+
+    @property
+    def url_localhost(self) -> str:
+        """https://localhost:<port>"""
+        return self.info["url_localhost"]
+
+    @property
+    def port(self) -> int:
+        """The HTTPS port."""
+        return self.info["port"]
+
+    @property
+    def admin_url(self) -> str:
+        """The admin API's base URL."""
+        return self.info["admin_url"]
+
+    @property
+    def ca_file(self) -> str:
+        """PEM of the CA that signed the server and client certificates."""
+        return self.info["ca_cert"]
+
+    @property
+    def client_cert(self) -> str:
+        """PEM client certificate (CN = the manifold service-account user)."""
+        return self.info["client_cert"]
+
+    @property
+    def client_key(self) -> str:
+        """PEM key of client_cert."""
+        return self.info["client_key"]
+
+    @property
+    def user(self) -> str:
+        """The user name tokens and the client certificate authenticate as."""
+        return self.info["user"]
+
+    @property
+    def wrong_ca_file(self) -> str:
+        """A CA that did not sign the server certificate (verification must fail)."""
+        return self.info["other_ca_cert"]
+
+    @property
+    def untrusted_client_cert(self) -> str:
+        """A client certificate from wrong_ca_file's CA (the server must reject it)."""
+        return self.info["untrusted_client_cert"]
+
+    @property
+    def untrusted_client_key(self) -> str:
+        """Key of untrusted_client_cert."""
+        return self.info["untrusted_client_key"]
+
+    def ssl_context(self, cert: bool = False) -> ssl.SSLContext:
+        """A client SSLContext trusting the double's CA, optionally presenting client_cert."""
+        ctx = ssl.create_default_context(cafile=self.ca_file)
+        if cert:
+            ctx.load_cert_chain(self.client_cert, self.client_key)
+        return ctx
+
+    # ---- admin API -------------------------------------------------------------------------
+
+    def _call(self, method: str, path: str, body: Optional[dict] = None,
+              timeout: float = 30.0, allow_404: bool = False) -> Any:
+        conn = http.client.HTTPConnection("127.0.0.1", self.info["admin_port"], timeout=timeout)
+        try:
+            data = json.dumps(body).encode() if body is not None else None
+            headers = {"Content-Type": "application/json"} if data is not None else {}
+            conn.request(method, path, body=data, headers=headers)
+            resp = conn.getresponse()
+            payload = json.loads(resp.read() or b"{}")
+        finally:
+            conn.close()
+        if resp.status == 404 and allow_404:
+            return None
+        if resp.status != 200:
+            raise AdminError(f"{method} {path}: {resp.status} {payload.get('error')}")
+        return payload
+
+    def add_pod(self, ns: str, name: str, uid: Optional[str] = None,
+                annotations: Optional[dict] = None, labels: Optional[dict] = None,
+                spec: Optional[dict] = None, status: Optional[dict] = None,
+                node_name: str = "node1", raw: Optional[dict] = None) -> dict:
+        """Creates (or replaces) a pod; returns it as the API would. `raw` stores it verbatim."""
+        return self._call("POST", "/admin/pods", {
+            "namespace": ns, "name": name, "uid": uid, "annotations": annotations,
+            "labels": labels, "spec": spec, "status": status, "node_name": node_name,
+            "raw": raw})
+
+    def get_pod(self, ns: str, name: str) -> Optional[dict]:
+        """Returns the stored pod (for assertions), or None when it does not exist."""
+        return self._call("GET", f"/admin/pods/{ns}/{name}", allow_404=True)
+
+    def modify_pod(self, ns: str, name: str, annotations: Optional[dict] = None,
+                   labels: Optional[dict] = None, merge: bool = True) -> dict:
+        """Changes a pod as another client would (its resourceVersion moves on)."""
+        return self._call("PATCH", f"/admin/pods/{ns}/{name}",
+                          {"annotations": annotations, "labels": labels, "merge": merge})
+
+    def delete_pod(self, ns: str, name: str) -> bool:
+        """Deletes a pod; returns whether it existed."""
+        return self._call("DELETE", f"/admin/pods/{ns}/{name}")["deleted"]
+
+    def add_nad(self, ns: str, name: str, config: Union[str, dict, None],
+                annotations: Optional[dict] = None, raw_spec: Any = None) -> dict:
+        """Creates (or replaces) a NAD. config: JSON text, a dict (serialized), or None for an
+        empty spec; raw_spec stores that spec verbatim (e.g. a non-string config)."""
+        if isinstance(config, dict):
+            config = json.dumps(config)
+        return self._call("POST", "/admin/nads", {"namespace": ns, "name": name,
+                                                  "config": config, "annotations": annotations,
+                                                  "raw_spec": raw_spec})
+
+    def delete_nad(self, ns: str, name: str) -> bool:
+        """Deletes a NAD; returns whether it existed."""
+        return self._call("DELETE", f"/admin/nads/{ns}/{name}")["deleted"]
+
+    def set_tokens(self, tokens: Union[list, dict]) -> None:
+        """Replaces the valid bearer tokens (list, or token → user). Old tokens then get 401.
+        `self.token` becomes the first new token."""
+        self._call("PUT", "/admin/tokens", {"tokens": tokens})
+        first = next(iter(tokens), None)
+        if first is not None:
+            self.token = first
+
+    def tokens(self) -> dict:
+        """Returns the token → user table."""
+        return self._call("GET", "/admin/tokens")["tokens"]
+
+    def add_fault(self, path: str = ".*", action: str = "status", method: Optional[str] = None,
+                  **options: Any) -> int:
+        """Adds a fault rule (see README.md for actions and options); returns its id."""
+        return self._call("POST", "/admin/faults",
+                          {"path": path, "action": action, "method": method, **options})["id"]
+
+    def conflict_next(self, count: int = 1, path: str = STATUS_PUT_PATH) -> int:
+        """Makes the next `count` pods/status PUTs lose a race with another writer (409)."""
+        return self.add_fault(path=path, action="conflict", method="PUT", count=count)
+
+    def remove_fault(self, fault_id: int) -> bool:
+        """Removes one fault rule."""
+        return self._call("DELETE", f"/admin/faults/{int(fault_id)}")["removed"]
+
+    def faults(self) -> list[dict]:
+        """Returns the fault rules with their remaining counts and hits."""
+        return self._call("GET", "/admin/faults")["faults"]
+
+    def clear_faults(self) -> None:
+        """Removes every fault rule."""
+        self._call("DELETE", "/admin/faults")
+
+    def requests(self, method: Optional[str] = None, path: Optional[str] = None) -> list[dict]:
+        """Returns the request log in arrival order, optionally filtered by method and by a
+        path regex (re.search)."""
+        entries = self._call("GET", "/admin/requests")["requests"]
+        return [e for e in entries if (method is None or e["method"] == method) and
+                (path is None or re.search(path, e["path"]))]
+
+    def clear_requests(self) -> None:
+        """Empties the request log (and forgets closed connections)."""
+        self._call("DELETE", "/admin/requests")
+
+    def connections(self) -> list[dict]:
+        """Returns every connection: id, peer, tls (ok/failed), error, client_cert_cn,
+        requests, open."""
+        return self._call("GET", "/admin/connections")["connections"]
+
+    def events(self) -> list[dict]:
+        """Returns every Event created through the API, oldest first."""
+        return self._call("GET", "/admin/events")["events"]
+
+    def clear_events(self) -> None:
+        """Forgets the stored events."""
+        self._call("DELETE", "/admin/events")
+
+    def deny(self, verb: Optional[str] = None, resource: Optional[str] = None,
+             namespace: Optional[str] = None, name: Optional[str] = None,
+             user: Optional[str] = None) -> None:
+        """Makes matching requests 403 (resource like "pods/status"; None matches anything)."""
+        self._call("POST", "/admin/deny", {"verb": verb, "resource": resource,
+                                           "namespace": namespace, "name": name, "user": user})
+
+    def clear_deny(self) -> None:
+        """Removes every deny rule."""
+        self._call("DELETE", "/admin/deny")
+
+    def set_rbac(self, rules: Union[str, list, None]) -> None:
+        """Enforces an RBAC allow-list: "manifold" (the shipped ClusterRole), a list of
+        ClusterRole rules, or None to allow everything."""
+        self._call("PUT", "/admin/rbac", {"rules": rules})
+
+    def set_options(self, strict_resource_version: bool) -> None:
+        """strict_resource_version=False accepts updates without resourceVersion, as the real
+        server does for pods (the default, True, answers them with 409)."""
+        self._call("PUT", "/admin/options",
+                   {"strict_resource_version": strict_resource_version})
+
+    # ---- kubeconfig ------------------------------------------------------------------------
+
+    def write_token_file(self, path: str, token: Optional[str] = None) -> str:
+        """Writes a token file (mode 0600, replaced atomically) and returns its path."""
+        tmp = f"{path}.tmp{os.getpid()}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(token if token is not None else self.token)
+        os.replace(tmp, path)
+        return path
+
+    def write_kubeconfig(self, path: str, auth: str = "token", ca: Optional[str] = None,
+                         cert_form: str = "file", insecure: bool = False,
+                         server: Optional[str] = None, token: Optional[str] = None,
+                         token_file: Optional[str] = None, client_cert: Optional[str] = None,
+                         client_key: Optional[str] = None, decoy: bool = False,
+                         namespace: Optional[str] = None) -> str:
+        """Writes a kubeconfig for this double and returns its path.
+
+        auth: "token" | "tokenFile" | "cert" | "none"; ca: "file" | "data" | "none" (default
+        "file", or "none" when insecure); cert_form: "file" | "data"; server defaults to url;
+        tokenFile defaults to <path>.token, written with the current token; decoy adds a
+        non-current context first that must not be used."""
+        if ca is None:
+            ca = "none" if insecure else "file"
+        if auth == "tokenFile" and token_file is None:
+            token_file = self.write_token_file(path + ".token", token)
+        text = render_kubeconfig(
+            server or self.url, auth=auth, ca=ca, ca_file=self.ca_file,
+            token=token if token is not None else self.token, token_file=token_file,
+            client_cert=client_cert or self.client_cert,
+            client_key=client_key or self.client_key, cert_form=cert_form,
+            insecure=insecure, decoy=decoy, namespace=namespace)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path

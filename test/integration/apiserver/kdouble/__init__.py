@@ -1,0 +1,8 @@
+"""kdouble: a local Kubernetes API server double for manifold's tests.
+
+The package implements an HTTPS server that behaves like kube-apiserver for the handful of
+resources manifold touches (pods, pods/status, NetworkAttachmentDefinitions, events), with its own
+PKI, bearer-token and client-certificate authentication, real `Status` error bodies, runtime fault
+injection and a request log. `core.ApiServer` is the in-process entry point; `server.py` runs it as
+a process and `apiserver_double.ApiServerDouble` drives that process from tests.
+"""

@@ -1,0 +1,229 @@
+"""The plain-HTTP admin API (127.0.0.1 only) through which tests drive a double process.
+
+Requests and responses are JSON. Errors are `{"error": "..."}` with 400 (bad input) or 404
+(unknown object or route). The routes are listed in README.md and mirror `ApiServerDouble`'s
+methods one to one.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import re
+from typing import Any, Callable, Optional
+
+from .access import MANIFOLD_RBAC, DenyRule
+
+_ROUTES: list[tuple[str, re.Pattern, str]] = []
+
+
+def _route(method: str, pattern: str) -> Callable:
+    def register(func: Callable) -> Callable:
+        _ROUTES.append((method, re.compile(f"^{pattern}$"), func.__name__))
+        return func
+    return register
+
+
+class AdminError(Exception):
+    """An admin request that cannot be honoured; becomes `{"error": ...}`."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _require(body: dict, key: str, kind: type = str) -> Any:
+    value = body.get(key)
+    if not isinstance(value, kind) or (kind is str and not value):
+        raise AdminError(400, f"field {key!r} is required and must be a {kind.__name__}")
+    return value
+
+
+def _optional_map(body: dict, key: str) -> Optional[dict]:
+    value = body.get(key)
+    if value is not None and not isinstance(value, dict):
+        raise AdminError(400, f"field {key!r} must be an object")
+    return value
+
+
+class AdminHandler(http.server.BaseHTTPRequestHandler):
+    """Serves the admin API of one double."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib signature)
+        self.server.core.log("admin: " + (format % args))
+
+    def do_GET(self) -> None:  # noqa: N802 (stdlib naming)
+        self._dispatch()
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_GET
+
+    def _dispatch(self) -> None:
+        core = self.server.core
+        path = self.path.split("?", 1)[0]
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length > 0 else b""
+            body = json.loads(raw) if raw else {}
+            if not isinstance(body, dict):
+                raise AdminError(400, "the request body must be a JSON object")
+            for method, pattern, name in _ROUTES:
+                match = pattern.match(path)
+                if match and method == self.command:
+                    result = getattr(self, name)(core, body, *match.groups())
+                    self._reply(200, result)
+                    return
+            raise AdminError(404, f"no admin route {self.command} {path}")
+        except AdminError as err:
+            self._reply(err.code, {"error": str(err)})
+        except (ValueError, TypeError, re.error) as err:
+            self._reply(400, {"error": str(err)})
+
+    def _reply(self, code: int, obj: Any) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    # ---- routes ----------------------------------------------------------------------------
+
+    @_route("GET", "/admin/info")
+    def info(self, core, body):  # noqa: ANN001,ANN201
+        return core.info()
+
+    @_route("POST", "/admin/shutdown")
+    def shutdown(self, core, body):  # noqa: ANN001,ANN201
+        core.request_stop()
+        self.close_connection = True
+        return {"stopping": True}
+
+    @_route("POST", "/admin/pods")
+    def add_pod(self, core, body):  # noqa: ANN001,ANN201
+        raw = _optional_map(body, "raw")
+        return core.store.put_pod(
+            _require(body, "namespace"), _require(body, "name"), uid=body.get("uid"),
+            annotations=_optional_map(body, "annotations"), labels=_optional_map(body, "labels"),
+            spec=_optional_map(body, "spec"), status=_optional_map(body, "status"),
+            node_name=body.get("node_name") or "node1", raw=raw)
+
+    @_route("GET", "/admin/pods/([^/]+)/([^/]+)")
+    def get_pod(self, core, body, ns, name):  # noqa: ANN001,ANN201
+        pod = core.store.get_pod(ns, name)
+        if pod is None:
+            raise AdminError(404, f"pod {ns}/{name} not found")
+        return pod
+
+    @_route("PATCH", "/admin/pods/([^/]+)/([^/]+)")
+    def modify_pod(self, core, body, ns, name):  # noqa: ANN001,ANN201
+        pod = core.store.modify_pod(ns, name, annotations=_optional_map(body, "annotations"),
+                                    labels=_optional_map(body, "labels"),
+                                    merge=bool(body.get("merge", True)))
+        if pod is None:
+            raise AdminError(404, f"pod {ns}/{name} not found")
+        return pod
+
+    @_route("DELETE", "/admin/pods/([^/]+)/([^/]+)")
+    def delete_pod(self, core, body, ns, name):  # noqa: ANN001,ANN201
+        return {"deleted": core.store.delete_pod(ns, name)}
+
+    @_route("POST", "/admin/nads")
+    def add_nad(self, core, body):  # noqa: ANN001,ANN201
+        config = body.get("config")
+        if config is not None and not isinstance(config, str):
+            raise AdminError(400, "field 'config' must be a string or null")
+        return core.store.put_nad(_require(body, "namespace"), _require(body, "name"), config,
+                                  annotations=_optional_map(body, "annotations"),
+                                  raw_spec=body.get("raw_spec"))
+
+    @_route("DELETE", "/admin/nads/([^/]+)/([^/]+)")
+    def delete_nad(self, core, body, ns, name):  # noqa: ANN001,ANN201
+        return {"deleted": core.store.delete_nad(ns, name)}
+
+    @_route("GET", "/admin/tokens")
+    def get_tokens(self, core, body):  # noqa: ANN001,ANN201
+        return {"tokens": core.access.tokens()}
+
+    @_route("PUT", "/admin/tokens")
+    def set_tokens(self, core, body):  # noqa: ANN001,ANN201
+        tokens = body.get("tokens")
+        if not isinstance(tokens, (list, dict)):
+            raise AdminError(400, "field 'tokens' must be a list or an object")
+        core.access.set_tokens(tokens)
+        return {"tokens": core.access.tokens()}
+
+    @_route("POST", "/admin/faults")
+    def add_fault(self, core, body):  # noqa: ANN001,ANN201
+        return core.faults.add(body).to_dict()
+
+    @_route("GET", "/admin/faults")
+    def list_faults(self, core, body):  # noqa: ANN001,ANN201
+        return {"faults": core.faults.list()}
+
+    @_route("DELETE", "/admin/faults")
+    def clear_faults(self, core, body):  # noqa: ANN001,ANN201
+        core.faults.clear()
+        return {}
+
+    @_route("DELETE", "/admin/faults/([0-9]+)")
+    def remove_fault(self, core, body, fault_id):  # noqa: ANN001,ANN201
+        return {"removed": core.faults.remove(int(fault_id))}
+
+    @_route("GET", "/admin/requests")
+    def requests(self, core, body):  # noqa: ANN001,ANN201
+        return {"requests": core.journal.requests()}
+
+    @_route("DELETE", "/admin/requests")
+    def clear_requests(self, core, body):  # noqa: ANN001,ANN201
+        core.journal.clear()
+        return {}
+
+    @_route("GET", "/admin/connections")
+    def connections(self, core, body):  # noqa: ANN001,ANN201
+        return {"connections": core.journal.connections()}
+
+    @_route("GET", "/admin/events")
+    def events(self, core, body):  # noqa: ANN001,ANN201
+        return {"events": core.store.events()}
+
+    @_route("DELETE", "/admin/events")
+    def clear_events(self, core, body):  # noqa: ANN001,ANN201
+        core.store.clear_events()
+        return {}
+
+    @_route("POST", "/admin/deny")
+    def add_deny(self, core, body):  # noqa: ANN001,ANN201
+        fields = {k: body.get(k) for k in ("verb", "resource", "namespace", "name", "user")}
+        unknown = set(body) - set(fields)
+        if unknown:
+            raise AdminError(400, f"unknown deny fields: {sorted(unknown)}")
+        if any(v is not None and not isinstance(v, str) for v in fields.values()):
+            raise AdminError(400, "deny fields are strings or null")
+        core.access.add_deny(DenyRule(**fields))
+        return {}
+
+    @_route("DELETE", "/admin/deny")
+    def clear_deny(self, core, body):  # noqa: ANN001,ANN201
+        core.access.clear_deny()
+        return {}
+
+    @_route("PUT", "/admin/rbac")
+    def set_rbac(self, core, body):  # noqa: ANN001,ANN201
+        rules = body.get("rules")
+        if rules == "manifold":
+            rules = MANIFOLD_RBAC
+        if rules is not None and not isinstance(rules, list):
+            raise AdminError(400, "field 'rules' is a list of ClusterRole rules, "
+                                  "\"manifold\" or null")
+        core.access.set_rbac(rules)
+        return {}
+
+    @_route("PUT", "/admin/options")
+    def set_options(self, core, body):  # noqa: ANN001,ANN201
+        for key, value in body.items():
+            if key != "strict_resource_version" or not isinstance(value, bool):
+                raise AdminError(400, f"unknown option or bad value: {key}={value!r}")
+            core.store.strict_resource_version = value
+        return {"strict_resource_version": core.store.strict_resource_version}

@@ -1,0 +1,357 @@
+"""The double's object store: pods, NetworkAttachmentDefinitions and events.
+
+Objects are kept as the JSON the real API server would return, under one lock, with one
+cluster-wide resourceVersion counter (as etcd's revision). Updates follow the real server's rules
+for the paths manifold uses: name/namespace checks (400), UID precondition and resourceVersion
+optimistic concurrency (409), decoding errors worded like Go's JSON decoder (400), and annotation
+validation (422, including the 256 KiB total size limit). A pods/status update stores the body's
+annotations, labels and status and keeps the spec, as podStatusStrategy does. Every method returns
+deep copies, so callers can never mutate stored state by accident.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import secrets
+import threading
+import time
+import uuid
+from typing import Any, Optional
+
+from . import k8s_status as st
+
+NAD_GROUP = "k8s.cni.cncf.io"
+NAD_RESOURCE = "network-attachment-definitions"
+EVENTS_GROUP = "events.k8s.io"
+ANNOTATIONS_SIZE_LIMIT = 256 * 1024
+
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_PREFIX_RE = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")
+_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_RV_RE = re.compile(r"^[0-9]+$")
+
+Result = tuple[int, dict]
+
+
+def now_rfc3339() -> str:
+    """Returns the current UTC time in the format Kubernetes uses for timestamps."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _go_json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if value is None:
+        return "null"
+    return "object"
+
+
+class DecodeError(Exception):
+    """A body that Go's JSON decoder would reject; the message is the decoder's."""
+
+
+def _decode_failure(kind: str, field: str, value: Any, go_type: str) -> DecodeError:
+    owner = "ObjectMeta" if field.startswith("metadata.") else kind
+    return DecodeError(f'{kind} in version "v1" cannot be handled as a {kind}: json: cannot '
+                       f'unmarshal {_go_json_type(value)} into Go struct field {owner}.{field} '
+                       f'of type {go_type}')
+
+
+def _check_str_map(kind: str, field: str, value: Any) -> None:
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise _decode_failure(kind, field, value, "map[string]string")
+    for v in value.values():
+        if not isinstance(v, str):
+            raise _decode_failure(kind, field, v, "string")
+
+
+def _check_type(kind: str, field: str, value: Any, py_type: type, go_type: str) -> None:
+    if value is not None and (not isinstance(value, py_type) or isinstance(value, bool)
+                              and py_type is not bool):
+        raise _decode_failure(kind, field, value, go_type)
+
+
+def check_object(kind: str, body: Any) -> dict:
+    """Validates the generic shape of a decoded object; raises DecodeError like Go would."""
+    if not isinstance(body, dict):
+        raise DecodeError(f'{kind} in version "v1" cannot be handled as a {kind}: json: cannot '
+                          f'unmarshal {_go_json_type(body)} into Go value of type v1.{kind}')
+    for key in ("kind", "apiVersion"):
+        _check_type(kind, key, body.get(key), str, "string")
+    meta = body.get("metadata")
+    _check_type(kind, "metadata", meta, dict, "v1.ObjectMeta")
+    meta = meta or {}
+    for key in ("name", "generateName", "namespace", "uid", "resourceVersion"):
+        _check_type(kind, f"metadata.{key}", meta.get(key), str, "string")
+    _check_str_map(kind, "metadata.labels", meta.get("labels"))
+    _check_str_map(kind, "metadata.annotations", meta.get("annotations"))
+    for key in ("spec", "status"):
+        _check_type(kind, key, body.get(key), dict, f"v1.{kind}{key.capitalize()}")
+    return meta
+
+
+def validate_annotations(kind: str, name: str, annotations: dict) -> Optional[dict]:
+    """Returns a 422 Status when annotations break ValidateAnnotations, else None."""
+    total = 0
+    for key, value in annotations.items():
+        total += len(key.encode()) + len(value.encode())
+        prefix, _, part = key.rpartition("/")
+        if "/" in key and (not prefix or len(prefix) > 253 or not _PREFIX_RE.match(prefix)):
+            return st.invalid(kind, name, "metadata.annotations", "FieldValueInvalid",
+                              f'Invalid value: "{key}": prefix part a lowercase RFC 1123 '
+                              f'subdomain must consist of lower case alphanumeric characters, '
+                              f"'-' or '.', and must start and end with an alphanumeric character")
+        if not part or len(part) > 63 or not _NAME_RE.match(part):
+            return st.invalid(kind, name, "metadata.annotations", "FieldValueInvalid",
+                              f'Invalid value: "{key}": name part must consist of alphanumeric '
+                              f"characters, '-', '_' or '.', and must start and end with an "
+                              f"alphanumeric character, and be at most 63 characters")
+    if total > ANNOTATIONS_SIZE_LIMIT:
+        return st.invalid(kind, name, "metadata.annotations", "FieldValueTooLong",
+                          f"Too long: must have at most {ANNOTATIONS_SIZE_LIMIT} bytes")
+    return None
+
+
+class Store:
+    """Thread-safe in-memory cluster state with a monotonically increasing resourceVersion."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._rv = 1000
+        self._pods: dict[tuple[str, str], dict] = {}
+        self._nads: dict[tuple[str, str], dict] = {}
+        self._events: dict[tuple[str, str, str], dict] = {}
+        self._event_order: list[tuple[str, str, str]] = []
+        self.strict_resource_version = True
+
+    def _next_rv(self) -> str:
+        self._rv += 1
+        return str(self._rv)
+
+    def current_rv(self) -> str:
+        """Returns the latest resourceVersion handed out (a List's metadata.resourceVersion)."""
+        with self._lock:
+            return str(self._rv)
+
+    # ---- pods ------------------------------------------------------------------------------
+
+    def put_pod(self, ns: str, name: str, uid: Optional[str] = None,
+                annotations: Optional[dict] = None, labels: Optional[dict] = None,
+                spec: Optional[dict] = None, status: Optional[dict] = None,
+                node_name: str = "node1", raw: Optional[dict] = None) -> dict:
+        """Creates or replaces a pod. `raw` stores that exact object (for hostile-data tests)."""
+        with self._lock:
+            if raw is not None:
+                pod = copy.deepcopy(raw)
+                if isinstance(pod.get("metadata"), dict):
+                    pod["metadata"]["resourceVersion"] = self._next_rv()
+            else:
+                meta: dict = {"name": name, "namespace": ns, "uid": uid or str(uuid.uuid4()),
+                              "resourceVersion": self._next_rv(),
+                              "creationTimestamp": now_rfc3339()}
+                if labels:
+                    meta["labels"] = dict(labels)
+                if annotations:
+                    meta["annotations"] = dict(annotations)
+                pod = {"kind": "Pod", "apiVersion": "v1", "metadata": meta,
+                       "spec": copy.deepcopy(spec) if spec is not None else {
+                           "containers": [{"name": "app", "image": "busybox"}],
+                           "nodeName": node_name},
+                       "status": copy.deepcopy(status) if status is not None else {
+                           "phase": "Pending"}}
+            self._pods[(ns, name)] = pod
+            return copy.deepcopy(pod)
+
+    def get_pod(self, ns: str, name: str) -> Optional[dict]:
+        """Returns the stored pod or None."""
+        with self._lock:
+            pod = self._pods.get((ns, name))
+            return copy.deepcopy(pod) if pod is not None else None
+
+    def delete_pod(self, ns: str, name: str) -> bool:
+        """Removes a pod; returns whether it existed."""
+        with self._lock:
+            return self._pods.pop((ns, name), None) is not None
+
+    def modify_pod(self, ns: str, name: str, annotations: Optional[dict] = None,
+                   labels: Optional[dict] = None, merge: bool = True) -> Optional[dict]:
+        """Changes a pod as another client would (bumping its resourceVersion); None if absent."""
+        with self._lock:
+            pod = self._pods.get((ns, name))
+            if pod is None:
+                return None
+            meta = pod.setdefault("metadata", {})
+            for key, value in (("annotations", annotations), ("labels", labels)):
+                if value is None:
+                    continue
+                merged = dict(meta.get(key) or {}) if merge else {}
+                merged.update(value)
+                if merged:
+                    meta[key] = merged
+                else:
+                    meta.pop(key, None)
+            meta["resourceVersion"] = self._next_rv()
+            return copy.deepcopy(pod)
+
+    def bump_pod(self, ns: str, name: str) -> bool:
+        """Simulates a concurrent writer by bumping the pod's resourceVersion only."""
+        with self._lock:
+            pod = self._pods.get((ns, name))
+            if pod is None or not isinstance(pod.get("metadata"), dict):
+                return False
+            pod["metadata"]["resourceVersion"] = self._next_rv()
+            return True
+
+    def list_pods(self, ns: str) -> Result:
+        """Returns a PodList of the namespace's pods, sorted by name."""
+        with self._lock:
+            items = [copy.deepcopy(p) for (pns, _), p in sorted(self._pods.items()) if pns == ns]
+            return 200, {"kind": "PodList", "apiVersion": "v1",
+                         "metadata": {"resourceVersion": str(self._rv)}, "items": items}
+
+    def update_pod(self, ns: str, name: str, body: Any, subresource: str) -> Result:
+        """Applies PUT pods/{name} or pods/{name}/status with the real server's checks."""
+        try:
+            meta = check_object("Pod", body)
+        except DecodeError as err:
+            return 400, st.bad_request(str(err))
+        if body.get("kind") not in (None, "Pod") or body.get("apiVersion") not in (None, "v1"):
+            return 400, st.bad_request(f'the object provided is unrecognized (must be of type '
+                                       f'Pod): kind "{body.get("kind")}", apiVersion '
+                                       f'"{body.get("apiVersion")}"')
+        if meta.get("name", "") != name:
+            return 400, st.bad_request(f"the name of the object ({meta.get('name', '')}) does "
+                                       f"not match the name on the URL ({name})")
+        if meta.get("namespace") and meta["namespace"] != ns:
+            return 400, st.bad_request("the namespace of the provided object does not match "
+                                       "the namespace sent on the request")
+        rv = meta.get("resourceVersion", "")
+        if rv and not _RV_RE.match(rv):
+            return 400, st.bad_request(f'invalid resource version: strconv.ParseUint: parsing '
+                                       f'"{rv}": invalid syntax')
+        annotations = meta.get("annotations") or {}
+        invalid = validate_annotations("Pod", name, annotations)
+        with self._lock:
+            stored = self._pods.get((ns, name))
+            if stored is None:
+                return 404, st.not_found("pods", name)
+            smeta = stored.get("metadata")
+            if not isinstance(smeta, dict):
+                return 500, st.internal_error("stored pod has no metadata")
+            if meta.get("uid") and meta["uid"] != smeta.get("uid"):
+                return 409, st.conflict_uid("pods", name, meta["uid"], str(smeta.get("uid")))
+            if rv != smeta.get("resourceVersion") and (rv or self.strict_resource_version):
+                return 409, st.conflict_modified("pods", name)
+            if invalid is not None:
+                return 422, invalid
+            for key in ("labels", "annotations"):
+                if meta.get(key):
+                    smeta[key] = dict(meta[key])
+                else:
+                    smeta.pop(key, None)
+            if subresource == "status":
+                stored["status"] = copy.deepcopy(body.get("status") or {})
+            smeta["resourceVersion"] = self._next_rv()
+            return 200, copy.deepcopy(stored)
+
+    # ---- network-attachment-definitions ----------------------------------------------------
+
+    def put_nad(self, ns: str, name: str, config: Optional[str],
+                annotations: Optional[dict] = None, raw_spec: Any = None) -> dict:
+        """Creates or replaces a NAD; config None gives an empty spec (config from confDir)."""
+        with self._lock:
+            meta: dict = {"name": name, "namespace": ns, "uid": str(uuid.uuid4()),
+                          "resourceVersion": self._next_rv(), "generation": 1,
+                          "creationTimestamp": now_rfc3339()}
+            if annotations:
+                meta["annotations"] = dict(annotations)
+            if raw_spec is not None:
+                spec = copy.deepcopy(raw_spec)
+            else:
+                spec = {"config": config} if config is not None else {}
+            nad = {"apiVersion": f"{NAD_GROUP}/v1", "kind": "NetworkAttachmentDefinition",
+                   "metadata": meta, "spec": spec}
+            self._nads[(ns, name)] = nad
+            return copy.deepcopy(nad)
+
+    def delete_nad(self, ns: str, name: str) -> bool:
+        """Removes a NAD; returns whether it existed."""
+        with self._lock:
+            return self._nads.pop((ns, name), None) is not None
+
+    def get_nad(self, ns: str, name: str) -> Result:
+        """GET of one NAD: 200 with it, or the real 404 Status."""
+        with self._lock:
+            nad = self._nads.get((ns, name))
+            if nad is None:
+                return 404, st.not_found(NAD_RESOURCE, name, NAD_GROUP)
+            return 200, copy.deepcopy(nad)
+
+    def list_nads(self, ns: str) -> Result:
+        """LIST of a namespace's NADs, sorted by name as etcd returns them."""
+        with self._lock:
+            items = [copy.deepcopy(n) for (nns, _), n in sorted(self._nads.items()) if nns == ns]
+            return 200, {"apiVersion": f"{NAD_GROUP}/v1",
+                         "kind": "NetworkAttachmentDefinitionList",
+                         "metadata": {"resourceVersion": str(self._rv)}, "items": items}
+
+    # ---- events ----------------------------------------------------------------------------
+
+    def create_event(self, ns: str, body: Any, group: str) -> Result:
+        """POST of a core/v1 (group "") or events.k8s.io/v1 Event: 201 with the stored event."""
+        try:
+            meta = check_object("Event", body)
+        except DecodeError as err:
+            return 400, st.bad_request(str(err))
+        if body.get("kind") not in (None, "Event"):
+            return 400, st.bad_request(f'the object provided is unrecognized (must be of type '
+                                       f'Event): kind "{body.get("kind")}"')
+        if meta.get("namespace") and meta["namespace"] != ns:
+            return 400, st.bad_request("the namespace of the provided object does not match "
+                                       "the namespace sent on the request")
+        name = meta.get("name") or ""
+        if not name and meta.get("generateName"):
+            name = meta["generateName"] + secrets.token_hex(3)[:5]
+        if not name:
+            return 422, st.invalid("Event", "", "metadata.name", "FieldValueRequired",
+                                   "Required value: name or generateName is required")
+        involved = body.get("regarding" if group else "involvedObject")
+        if isinstance(involved, dict) and involved.get("namespace") not in (None, "", ns):
+            field = "regarding.namespace" if group else "involvedObject.namespace"
+            return 422, st.invalid("Event", name, field, "FieldValueInvalid",
+                                   f'Invalid value: "{involved["namespace"]}": does not match '
+                                   f'event.namespace')
+        with self._lock:
+            key = (group, ns, name)
+            if key in self._events:
+                return 409, st.already_exists("events", name, group)
+            event = copy.deepcopy(body)
+            event["kind"] = "Event"
+            event["apiVersion"] = f"{group}/v1" if group else "v1"
+            emeta = event.setdefault("metadata", {})
+            emeta.update({"name": name, "namespace": ns, "uid": str(uuid.uuid4()),
+                          "resourceVersion": self._next_rv(),
+                          "creationTimestamp": now_rfc3339()})
+            self._events[key] = event
+            self._event_order.append(key)
+            return 201, copy.deepcopy(event)
+
+    def events(self) -> list[dict]:
+        """Returns every stored event, oldest first."""
+        with self._lock:
+            return [copy.deepcopy(self._events[k]) for k in self._event_order]
+
+    def clear_events(self) -> None:
+        """Forgets every stored event."""
+        with self._lock:
+            self._events.clear()
+            self._event_order.clear()

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Runs the Kubernetes API server double as a process (see README.md).
+
+    python3 server.py --dir <tmpdir> --port 0 [--admin-port 0] [--token T]... [--rbac manifold]
+
+It generates its PKI into --dir, starts serving, then announces readiness twice: one line
+`READY {json}` on stdout (the only stdout output) and the same JSON in <dir>/ready.json (written
+atomically). It runs until SIGTERM/SIGINT or `POST /admin/shutdown`, then stops cleanly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from kdouble.access import MANIFOLD_RBAC  # noqa: E402 (after the path set-up)
+from kdouble.certs import DEFAULT_CLIENT_CN  # noqa: E402
+from kdouble.core import ApiServer  # noqa: E402
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """Parses the command line."""
+    parser = argparse.ArgumentParser(description="Kubernetes API server double for tests")
+    parser.add_argument("--dir", required=True, help="directory for the PKI and ready.json")
+    parser.add_argument("--port", type=int, default=0, help="HTTPS port (0 = ephemeral)")
+    parser.add_argument("--admin-port", type=int, default=0, help="admin HTTP port (0 = ephemeral)")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTPS bind address")
+    parser.add_argument("--no-ipv6", action="store_true", help="do not also listen on [::1]")
+    parser.add_argument("--token", action="append", default=[], help="a valid bearer token")
+    parser.add_argument("--client-cn", default=DEFAULT_CLIENT_CN, help="client certificate CN")
+    parser.add_argument("--key-type", choices=("ec", "rsa"), default="ec")
+    parser.add_argument("--rbac", choices=("none", "manifold"), default="none",
+                        help="enforce manifold's ClusterRole as an RBAC allow-list")
+    parser.add_argument("--idle-timeout", type=float, default=120.0,
+                        help="seconds before an idle keep-alive connection is closed")
+    parser.add_argument("--verbose", action="store_true", help="diagnostics on stderr")
+    return parser.parse_args(argv)
+
+
+def write_ready_file(directory: str, info: dict) -> None:
+    """Writes <dir>/ready.json atomically so a watcher never sees a partial file."""
+    tmp = os.path.join(directory, ".ready.json.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(info, f)
+    os.replace(tmp, os.path.join(directory, "ready.json"))
+
+
+def main(argv: list[str]) -> int:
+    """Starts the double, announces it and serves until asked to stop."""
+    args = parse_args(argv)
+    core = ApiServer(args.dir, port=args.port, admin_port=args.admin_port, host=args.host,
+                     ipv6=not args.no_ipv6, tokens=args.token or None, client_cn=args.client_cn,
+                     key_type=args.key_type, idle_timeout=args.idle_timeout,
+                     verbose=args.verbose)
+    if args.rbac == "manifold":
+        core.access.set_rbac(MANIFOLD_RBAC)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: core.request_stop())
+    core.start()
+    try:
+        info = core.info()
+        write_ready_file(args.dir, info)
+        sys.stdout.write("READY " + json.dumps(info) + "\n")
+        sys.stdout.flush()
+        while not core.stop_requested.wait(timeout=1.0):
+            pass
+    finally:
+        core.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
