@@ -15,6 +15,6 @@ if [[ -z ${GOCACHE:-} ]]; then
 fi
 mkdir -p "$(dirname "$out")" "$GOCACHE"
 cd "$src"
-GOPATH=/usr/share/gocode GO111MODULE=off GOFLAGS= GOPROXY=off CGO_ENABLED=0 \
+GOENV=off GOPATH=/usr/share/gocode GO111MODULE=off GOFLAGS= GOPROXY=off CGO_ENABLED=0 \
   go build -trimpath -o "$out.tmp" .
 mv -f "$out.tmp" "$out"

@@ -45,6 +45,22 @@ class DriverSmokeTest(ManifoldTestCase):
         self.assertOk(self.driver("del", self.pod.path, netname="cluster"))
         self.assertNothingLeft()
 
+    def test_bridge_del_with_missing_netns_succeeds(self):
+        self.tree.write_conf(self.cluster_conf("1.0.0"), "10-cluster.conf")
+        self.assertOk(self.driver("add", self.pod.path, netname="cluster"))
+        self.pod.delete()
+        self.assertOk(self.driver("del", self.pod.path, netname="cluster"))
+        self.assertNothingLeft()
+
+    def test_default_container_id_is_derived_from_the_netns_path(self):
+        self.tree.write_conf(self.cluster_conf("1.0.0"), "10-cluster.conf")
+        self.assertOk(self.driver("add", self.pod.path, netname="cluster"))
+        cached = self.tree.libcni_cache_files()
+        self.assertEqual(len(cached), 1)
+        self.assertRegex(cached[0], r"^results/cluster-driver-[0-9a-f]{20}-eth0$")
+        self.assertOk(self.driver("del", self.pod.path, netname="cluster"))
+        self.assertNothingLeft()
+
     def test_bridge_0_3_1_result_has_ip_versions(self):
         self.tree.write_conf(self.cluster_conf("0.3.1"), "10-cluster.conf")
         add = self.driver("add", self.pod.path, netname="cluster")

@@ -81,9 +81,19 @@ class Netns:
         return os.path.exists(self.path)
 
     def delete(self):
-        """Deletes the namespace (and every link in it); a no-op when already gone."""
-        if self.exists():
-            run(["ip", "netns", "del", self.name], check=False)
+        """Deletes the namespace and every link in it; a no-op when already gone.
+
+        The links are deleted one by one first: the kernel destroys a dead namespace's links
+        asynchronously, and a veth peer outside would otherwise linger for a moment."""
+        if not self.exists():
+            return
+        try:
+            for name in self.link_names():
+                if name != "lo":
+                    run(["ip", "-n", self.name, "link", "del", name], check=False)
+        except (HarnessError, ValueError):
+            pass
+        run(["ip", "netns", "del", self.name], check=False)
 
     def ip(self, *args):
         """Runs `ip -n <ns> args...` and returns its stdout."""

@@ -66,9 +66,15 @@ class ManifoldTestCase(unittest.TestCase):
         keys.setdefault("recordFile", self.tree.record_file)
         return configs.fake(plugin_type, version, **keys)
 
-    def standard_delegates(self, cluster="1.0.0", macvlan="1.0.0", tuned="1.0.0"):
-        """[bridge+host-local (eth0), macvlan static (net1), macvlan+tuning conflist (net2)]."""
-        return [self.cluster_conf(cluster), self.macvlan_conf(macvlan), self.tuning_list(tuned)]
+    def standard_delegates(self, cluster="1.0.0", macvlan="1.0.0", tuned="1.0.0", slot=0):
+        """[bridge+host-local (eth0), macvlan static (net1), macvlan+tuning conflist (net2)].
+
+        Pods attached at the same time need different slots (0-9): macvlans on one master must
+        not share an address or a MAC."""
+        return [self.cluster_conf(cluster),
+                self.macvlan_conf(macvlan, "198.51.100.%d/24" % (10 + slot)),
+                self.tuning_list(tuned, "198.51.100.%d/24" % (20 + slot),
+                                 mac=configs.TUNED_MAC[:-2] + "%02x" % (0x2a + slot))]
 
     def manifold_conf(self, version, delegates, **extra):
         """The manifold config with cniDir and logFile in this test's tree."""

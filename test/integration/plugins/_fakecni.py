@@ -10,8 +10,11 @@ interface and config, and then misbehave in the way their name says. Config keys
   failCode    CNI error code fake-fail returns (default 11)
   failMsg     message fake-fail returns
   pidFile     fake-hang writes its pid here before hanging on ADD
+  hangSeconds how long fake-hang hangs (default 120, then it exits 0 without a result)
   address     fake-record: IPv4 CIDR reported (and set on its link) on ADD
 
+Verbs a fake does not fail on succeed; a non-failing ADD of fake-fail passes its prevResult through
+(like a chained plugin) or returns a minimal result naming CNI_IFNAME.
 fake-record really creates its interface (a dummy link, or ifb where the kernel lacks dummy) in
 the namespace on ADD, deletes it on DEL and checks it on CHECK, so manifold's own interface checks
 see a real link.
@@ -72,9 +75,10 @@ def _result(conf, ifname, netns, mac, address):
     version = conf.get("cniVersion", "1.0.0")
     if version in ("0.1.0", "0.2.0"):
         return {"cniVersion": version, "ip4": {"ip": address}} if address else {"cniVersion": version}
-    res = {"cniVersion": version,
-           "interfaces": [{"name": ifname, "mac": mac, "sandbox": netns}],
-           "ips": [], "dns": {}}
+    iface = {"name": ifname, "sandbox": netns}
+    if mac:
+        iface["mac"] = mac
+    res = {"cniVersion": version, "interfaces": [iface], "ips": [], "dns": {}}
     if address:
         ip = {"address": address, "interface": 0}
         if version in ("0.3.0", "0.3.1", "0.4.0"):
@@ -141,10 +145,15 @@ def main(behaviour):
             with open(pid_file + ".tmp", "w", encoding="utf-8") as f:
                 f.write(str(os.getpid()))
             os.rename(pid_file + ".tmp", pid_file)
-        while True:
-            time.sleep(3600)
+        time.sleep(float(conf.get("hangSeconds", 120)))  # bounded: never outlives a test run
+        return 0
     if behaviour == "record":
         _record_add(conf)
+        return 0
+    if isinstance(conf.get("prevResult"), dict):  # a pass-through link of a chain
+        prev = dict(conf["prevResult"])
+        prev["cniVersion"] = conf.get("cniVersion", prev.get("cniVersion", "1.0.0"))
+        sys.stdout.write(json.dumps(prev))
         return 0
     sys.stdout.write(json.dumps(_result(conf, os.environ.get("CNI_IFNAME", ""),
                                         os.environ.get("CNI_NETNS", ""), "", "")))
