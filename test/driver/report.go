@@ -1,6 +1,9 @@
 // Error reporting for the driver: every failure becomes one machine-readable JSON line on stderr,
-// carrying the CNI error code of the plugin when the failure came from a plugin (found anywhere in
-// libcni's wrapped error chain), or code 0 with source "driver" when the driver itself failed.
+// {"code":N,"msg":...,"details":...,"source":...,"error":...}. When a CNI error object is found
+// anywhere in libcni's wrapped error chain (a plugin's error JSON, or libcni's own validation of
+// container ID / network / interface names) its code, msg and details are reported with source
+// "plugin"; any other failure (config loading, unparsable result, timeout) has code 0 and source
+// "driver". "error" is always the whole wrapped message.
 package main
 
 import (

@@ -33,6 +33,18 @@ class CoreLifecycleTest(ManifoldTestCase):
         self.assertOk(self.driver("del", self.pod.path, container_id=CONTAINER))
         self.assertNothingLeft()
 
+    def test_log_goes_to_log_file_and_never_to_stdout(self):
+        self.add_standard()
+        self.assertGreater(os.path.getsize(self.tree.log_file), 0, "logFile is empty at logLevel debug")
+        self.assertOk(self.driver("del", self.pod.path, container_id=CONTAINER))
+        # With logToStderr the result on stdout must still parse (libcni would reject it otherwise).
+        self.write_manifold("1.0.0", self.standard_delegates(), logToStderr=True)
+        add = self.driver("add", self.pod.path, container_id=CONTAINER)
+        self.assertOk(add)
+        self.assertEqual(add.result["cniVersion"], "1.0.0")
+        self.assertOk(self.driver("del", self.pod.path, container_id=CONTAINER))
+        self.assertNothingLeft()
+
     def test_cache_is_private(self):
         self.add_standard()
         files = self.tree.cache_files()
