@@ -216,7 +216,10 @@ int open_pidfd(pid_t pid) {
 /// id; the destructor kills the group and reaps, so no exit path leaves a zombie or a runaway.
 class Child {
  public:
-  explicit Child(pid_t pid) : pid_(pid) { pidfd_ = Fd(open_pidfd(pid)); }
+  /// Owns `pid`; with `use_pidfd` also opens a pidfd for it when the kernel supports that.
+  Child(pid_t pid, bool use_pidfd) : pid_(pid) {
+    if (use_pidfd) pidfd_ = Fd(open_pidfd(pid));
+  }
   ~Child() {
     if (!reaped_) {
       kill_group();
@@ -451,7 +454,8 @@ void RealSleeper::sleep_for(std::chrono::milliseconds duration) {
 
 RealProcessRunner::RealProcessRunner() : sleeper_(own_sleeper_) {}
 
-RealProcessRunner::RealProcessRunner(Sleeper& sleeper) : sleeper_(sleeper) {}
+RealProcessRunner::RealProcessRunner(Sleeper& sleeper, bool use_pidfd)
+    : sleeper_(sleeper), use_pidfd_(use_pidfd) {}
 
 ProcessResult RealProcessRunner::run(const ProcessRequest& request) {
   std::vector<std::string> argv =
@@ -467,7 +471,7 @@ ProcessResult RealProcessRunner::run(const ProcessRequest& request) {
   if (int spawn_err = spawn(sleeper_, request.path, argv, request.env, in, out, err, pid)) {
     return exec_failure(request.path, spawn_err);
   }
-  Child child(pid);
+  Child child(pid, use_pidfd_);
   in.read_end.reset();
   out.write_end.reset();
   err.write_end.reset();

@@ -88,8 +88,10 @@ class RealProcessRunner final : public ProcessRunner {
 
   /// Uses a real sleeper for the ETXTBSY back-off.
   RealProcessRunner();
-  /// Uses `sleeper` (which must outlive the runner) for the ETXTBSY back-off.
-  explicit RealProcessRunner(Sleeper& sleeper);
+  /// Uses `sleeper` (which must outlive the runner) for the ETXTBSY back-off. With `use_pidfd`
+  /// false, child exit is noticed by the short poll tick used on kernels without pidfd_open
+  /// (before 5.3) even where pidfds exist, so tests can exercise that path.
+  explicit RealProcessRunner(Sleeper& sleeper, bool use_pidfd = true);
   RealProcessRunner(const RealProcessRunner&) = delete;
   RealProcessRunner& operator=(const RealProcessRunner&) = delete;
 
@@ -99,6 +101,7 @@ class RealProcessRunner final : public ProcessRunner {
  private:
   RealSleeper own_sleeper_;
   Sleeper& sleeper_;
+  bool use_pidfd_ = true;
 };
 
 /// A scripted ProcessRunner for tests: records every request and answers from a queue of results,

@@ -100,7 +100,10 @@ std::string random_bytes(size_t n) {
 
 TEST_CASE("process: exit code, arguments and a clean environment reach the child", "[exec]") {
   TempDir dir;
-  RealProcessRunner runner;
+  bool use_pidfd = GENERATE(true, false);  // false: the poll-tick path of kernels < 5.3
+  CAPTURE(use_pidfd);
+  manifold::exec::RealSleeper sleeper;
+  RealProcessRunner runner(sleeper, use_pidfd);
   ProcessRequest req = request_for(dir.script("p", "echo \"$1|$FOO|${HOME-unset}\"; exit 3"));
   req.argv = {"p", "first"};
   req.env = {"FOO=bar baz"};
@@ -124,7 +127,10 @@ TEST_CASE("process: argv[0] is passed as given, and defaults to the path", "[exe
 
 TEST_CASE("process: 4 MiB of stdin is echoed back without deadlock", "[exec]") {
   TempDir dir;
-  RealProcessRunner runner;
+  bool use_pidfd = GENERATE(true, false);  // false: the poll-tick path of kernels < 5.3
+  CAPTURE(use_pidfd);
+  manifold::exec::RealSleeper sleeper;
+  RealProcessRunner runner(sleeper, use_pidfd);
   ProcessRequest req = request_for(dir.script("cat", "exec cat"));
   req.stdin_data = random_bytes(4u << 20);
   ProcessResult r = runner.run(req);
@@ -136,7 +142,10 @@ TEST_CASE("process: 4 MiB of stdin is echoed back without deadlock", "[exec]") {
 
 TEST_CASE("process: a chatty stderr before reading stdin does not deadlock", "[exec]") {
   TempDir dir;
-  RealProcessRunner runner;
+  bool use_pidfd = GENERATE(true, false);  // false: the poll-tick path of kernels < 5.3
+  CAPTURE(use_pidfd);
+  manifold::exec::RealSleeper sleeper;
+  RealProcessRunner runner(sleeper, use_pidfd);
   ProcessRequest req =
       request_for(dir.script("p", "head -c 1048576 /dev/zero >&2; wc -c; echo done >&2"));
   req.stdin_data = std::string(4u << 20, 'x');
@@ -185,7 +194,10 @@ TEST_CASE("process: output exactly at the cap is not truncated", "[exec]") {
 
 TEST_CASE("process: timeout kills the child and reports it", "[exec]") {
   TempDir dir;
-  RealProcessRunner runner;
+  bool use_pidfd = GENERATE(true, false);  // false: the poll-tick path of kernels < 5.3
+  CAPTURE(use_pidfd);
+  manifold::exec::RealSleeper sleeper;
+  RealProcessRunner runner(sleeper, use_pidfd);
   ProcessRequest req = request_for(dir.script("p", "echo started; sleep 30"));
   req.timeout = 200ms;
   auto start = std::chrono::steady_clock::now();
@@ -200,7 +212,10 @@ TEST_CASE("process: timeout kills the child and reports it", "[exec]") {
 TEST_CASE("process: timeout kills a grandchild that holds the pipe (process group kill)",
           "[exec]") {
   TempDir dir;
-  RealProcessRunner runner;
+  bool use_pidfd = GENERATE(true, false);  // false: the poll-tick path of kernels < 5.3
+  CAPTURE(use_pidfd);
+  manifold::exec::RealSleeper sleeper;
+  RealProcessRunner runner(sleeper, use_pidfd);
   ProcessRequest req = request_for(dir.script("p", "sleep 30 & echo $!; sleep 30"));
   req.timeout = 200ms;
   ProcessResult r = runner.run(req);
@@ -213,7 +228,10 @@ TEST_CASE("process: timeout kills a grandchild that holds the pipe (process grou
 TEST_CASE("process: a grandchild holding the pipe after the child exited is killed after the grace",
           "[exec]") {
   TempDir dir;
-  RealProcessRunner runner;
+  bool use_pidfd = GENERATE(true, false);  // false: the poll-tick path of kernels < 5.3
+  CAPTURE(use_pidfd);
+  manifold::exec::RealSleeper sleeper;
+  RealProcessRunner runner(sleeper, use_pidfd);
   ProcessRequest req = request_for(dir.script("p", "sleep 30 & echo $!; exit 4"));
   req.timeout = 30s;
   req.exit_grace = 100ms;
@@ -322,7 +340,10 @@ TEST_CASE("process: ETXTBSY is retried with a doubling back-off", "[exec]") {
 
 TEST_CASE("process: no zombies are left behind", "[exec]") {
   TempDir dir;
-  RealProcessRunner runner;
+  bool use_pidfd = GENERATE(true, false);  // false: the poll-tick path of kernels < 5.3
+  CAPTURE(use_pidfd);
+  manifold::exec::RealSleeper sleeper;
+  RealProcessRunner runner(sleeper, use_pidfd);
   std::string path = dir.script("p", "echo $$");
   for (int i = 0; i < 3; ++i) {
     ProcessResult r = runner.run(request_for(path));
