@@ -1,0 +1,72 @@
+// Plugin lookup: type validation, the ordered directory search and CNI_PATH splitting.
+#include "exec/plugin_finder.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cni/error.h"
+#include "util/json.h"
+
+namespace manifold::exec {
+
+namespace {
+
+/// Longest part of a rejected type quoted back in an error message.
+constexpr size_t kQuotedTypeLimit = 64;
+
+/// `text` as a JSON string literal (escaped, invalid UTF-8 replaced), cut to a readable length.
+std::string quote(std::string_view text) {
+  bool cut = text.size() > kQuotedTypeLimit;
+  std::string shown(text.substr(0, kQuotedTypeLimit));
+  if (cut) shown += "...";
+  return Json(shown).dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+bool is_executable_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  return ::faccessat(AT_FDCWD, path.c_str(), X_OK, AT_EACCESS) == 0;
+}
+
+}  // namespace
+
+void validate_plugin_type(std::string_view type) {
+  bool ok = !type.empty() && type.size() <= kMaxPluginTypeLength &&
+            type.find('/') == std::string_view::npos && type.find('\0') == std::string_view::npos &&
+            type.find("..") == std::string_view::npos && type != ".";
+  if (!ok) {
+    throw cni::CniError(cni::ErrorCode::InvalidConfig,
+                        "invalid plugin type " + quote(type) + ": must be a file name");
+  }
+}
+
+std::string find_plugin(std::string_view type, const std::vector<std::string>& dirs) {
+  validate_plugin_type(type);
+  std::string searched;
+  for (const std::string& dir : dirs) {
+    if (dir.empty()) continue;
+    std::string candidate = dir;
+    if (candidate.back() != '/') candidate += '/';
+    candidate += type;
+    if (is_executable_file(candidate)) return candidate;
+    if (!searched.empty()) searched += ' ';
+    searched += dir;
+  }
+  throw cni::CniError(cni::ErrorCode::DelegateFailed,
+                      "failed to find plugin " + quote(type) + " in path [" + searched + "]");
+}
+
+std::vector<std::string> split_cni_path(std::string_view value) {
+  std::vector<std::string> out;
+  while (!value.empty()) {
+    size_t colon = value.find(':');
+    std::string_view part = value.substr(0, colon);
+    if (!part.empty()) out.emplace_back(part);
+    if (colon == std::string_view::npos) break;
+    value.remove_prefix(colon + 1);
+  }
+  return out;
+}
+
+}  // namespace manifold::exec

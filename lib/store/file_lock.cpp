@@ -1,0 +1,108 @@
+// FileLock: flock with a bounded, polled wait and the unlink-race check; plus UniqueFd and the real
+// Sleeper of the store.
+#include "store/file_lock.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "cni/error.h"
+
+namespace manifold::store {
+
+namespace {
+
+[[noreturn]] void throw_io(const std::string& what, const std::filesystem::path& path, int err) {
+  throw cni::CniError(cni::ErrorCode::Io, what + " " + path.string() + ": " + std::strerror(err));
+}
+
+/// True when `fd` is still the file linked at `path` (nobody removed or replaced it meanwhile).
+bool still_linked(const UniqueFd& fd, const std::filesystem::path& path) {
+  struct stat held {
+  }, linked{};
+  if (::fstat(fd.get(), &held) != 0) throw_io("cannot stat lock file", path, errno);
+  if (::lstat(path.c_str(), &linked) != 0) {
+    if (errno == ENOENT) return false;
+    throw_io("cannot stat lock file", path, errno);
+  }
+  return held.st_dev == linked.st_dev && held.st_ino == linked.st_ino;
+}
+
+UniqueFd open_lock_file(const std::filesystem::path& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd.valid()) throw_io("cannot open lock file", path, errno);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throw_io("cannot stat lock file", path, errno);
+  if (!S_ISREG(st.st_mode)) {
+    throw cni::CniError(cni::ErrorCode::Io,
+                        "lock file " + path.string() + " is not a regular file");
+  }
+  if ((st.st_mode & 07777) != 0600 && ::fchmod(fd.get(), 0600) != 0) {
+    throw_io("cannot chmod lock file", path, errno);
+  }
+  return fd;
+}
+
+}  // namespace
+
+void RealSleeper::sleep_for(std::chrono::milliseconds duration) {
+  std::this_thread::sleep_for(duration);
+}
+
+UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
+  if (this != &other) {
+    reset();
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+void UniqueFd::reset() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+int UniqueFd::close_checked() {
+  if (fd_ < 0) return 0;
+  int rc = ::close(std::exchange(fd_, -1));
+  return rc == 0 || errno == EINTR ? 0 : errno;
+}
+
+std::unique_ptr<FileLock> FileLock::acquire(const std::filesystem::path& path,
+                                            std::chrono::milliseconds timeout, Sleeper& sleeper) {
+  std::chrono::milliseconds waited{0};
+  std::chrono::milliseconds backoff{1};
+  for (;;) {
+    UniqueFd fd = open_lock_file(path);
+    while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+      if (errno == EINTR) continue;
+      if (errno != EWOULDBLOCK) throw_io("cannot lock", path, errno);
+      if (waited >= timeout) {
+        throw cni::CniError(cni::ErrorCode::TryAgainLater,
+                            "timed out after " + std::to_string(timeout.count()) +
+                                " ms waiting for lock " + path.string() +
+                                " (another call for this container is still running)");
+      }
+      std::chrono::milliseconds pause = std::min(backoff, timeout - waited);
+      sleeper.sleep_for(pause);
+      waited += pause;
+      backoff = std::min(backoff * 2, kMaxBackoff);
+    }
+    if (still_linked(fd, path)) return std::unique_ptr<FileLock>(new FileLock(path, std::move(fd)));
+    // The previous holder deleted the file after we opened it: lock a fresh one instead.
+  }
+}
+
+void FileLock::unlink_file() {
+  if (::unlink(path_.c_str()) != 0 && errno != ENOENT)
+    throw_io("cannot remove lock file", path_, errno);
+}
+
+}  // namespace manifold::store
