@@ -19,6 +19,7 @@ namespace manifold::k8s {
 struct ManifestReport {
   std::string label;       ///< "NetworkAttachmentDefinition default/macvlan-conf", "Pod ns/name", "document 3"
   cni::Problems problems;  ///< paths are rooted at the document ("$.spec.config.type")
+  bool checked = true;     ///< false for kinds manifold does not check (RBAC, CRDs, …)
 };
 
 /// Parses a manifest file: a JSON object, a JSON list of objects, or YAML with one or more
@@ -37,7 +38,7 @@ void validate_pod_annotations(const Json& metadata, const std::string& metadata_
 
 /// Validates every document of a manifest file. With `nads_only`, any document that is not a
 /// NetworkAttachmentDefinition is an error; otherwise NADs, Pods and pod templates (Deployment,
-/// StatefulSet, DaemonSet, ReplicaSet, Job, CronJob) are checked and other kinds get a warning.
+/// StatefulSet, DaemonSet, ReplicaSet, Job, CronJob) are checked and other kinds are marked unchecked.
 std::vector<ManifestReport> validate_manifest_text(std::string_view text, bool nads_only,
                                                    const cni::ScopingChecker& scoping = nullptr);
 
