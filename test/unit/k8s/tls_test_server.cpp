@@ -215,7 +215,7 @@ void TlsTestServer::serve_connection(Stream& stream) {
       std::lock_guard<std::mutex> lock(mu_);
       requests_.push_back(std::move(recorded));
     }
-    if (options_.mode == ServerMode::NeverAnswer || options_.mode == ServerMode::HugeBody) {
+    if (req.target() == "/hang" || options_.mode == ServerMode::HugeBody) {
       if (options_.mode == ServerMode::HugeBody) {
         std::string head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 20000000\r\n\r\n";
         asio::write(stream, asio::buffer(head), ec);

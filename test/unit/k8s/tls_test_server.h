@@ -1,7 +1,7 @@
 // Test support for the real HTTPS transport: an in-memory PKI built with the OpenSSL API (EC P-256
 // keys, so generation is instant) and a tiny HTTPS/1.1 server on a loopback port, running on its
 // own thread, that records connections and requests and can be told to misbehave (close after each
-// answer, never answer, announce an oversized body). Everything is deterministic: no sleeps, and
+// answer, never answer "/hang", announce an oversized body). Everything is deterministic: no sleeps, and
 // the server is stopped by shutting its sockets down, never by timing.
 #pragma once
 
@@ -44,9 +44,8 @@ class TestCa {
 
 /// How the server treats each request.
 enum class ServerMode {
-  Respond,             ///< 200 with a small JSON body, keep-alive
+  Respond,             ///< 200 with a small JSON body, keep-alive; a request for "/hang" is never answered
   CloseAfterResponse,  ///< 200, then closes the connection (as an idle-timeout would)
-  NeverAnswer,         ///< reads the request and never answers
   HugeBody,            ///< announces a 20 MB body and sends none of it
 };
 
