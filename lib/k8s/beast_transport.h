@@ -27,6 +27,7 @@ class BeastTransport final : public HttpTransport {
   /// Validates the server URL (CniError(InvalidConfig) when invalid). Opens nothing and creates no
   /// TLS state.
   explicit BeastTransport(ClusterAuth auth);
+  /// Closes the connection, if any.
   ~BeastTransport() override;
   BeastTransport(const BeastTransport&) = delete;
   BeastTransport& operator=(const BeastTransport&) = delete;

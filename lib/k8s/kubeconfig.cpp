@@ -241,6 +241,9 @@ ClusterAuth load_kubeconfig(const std::string& path, util::FileReader& files) {
   } catch (const cni::CniError& e) {
     if (e.code() == static_cast<unsigned>(cni::ErrorCode::InvalidConfig)) throw;
     throw cni::CniError(cni::ErrorCode::InvalidConfig, "kubeconfig " + path + ": " + e.msg());
+  } catch (const YAML::Exception& e) {
+    // Navigation is type-checked above; this only guards against yaml-cpp surprises.
+    throw cni::CniError(cni::ErrorCode::InvalidConfig, "kubeconfig " + path + ": unexpected structure: " + e.msg);
   }
 }
 

@@ -49,19 +49,23 @@ class JitterSource {
 /// std::chrono::steady_clock.
 class SteadyClock final : public Clock {
  public:
+  /// steady_clock::now().
   std::chrono::steady_clock::time_point now() override { return std::chrono::steady_clock::now(); }
 };
 
 /// std::this_thread::sleep_for.
 class ThreadSleeper final : public Sleeper {
  public:
+  /// Sleeps the calling thread.
   void sleep_for(milliseconds duration) override;
 };
 
 /// A uniform pseudo-random jitter source seeded from std::random_device.
 class RandomJitter final : public JitterSource {
  public:
+  /// Seeds from std::random_device.
   RandomJitter();
+  /// The next pseudo-random value in [0, 1).
   double next() override;
 
  private:
@@ -71,6 +75,7 @@ class RandomJitter final : public JitterSource {
 /// A clock that only moves when told to.
 class FakeClock final : public Clock {
  public:
+  /// The current fake time.
   std::chrono::steady_clock::time_point now() override { return now_; }
   /// Moves the clock forward.
   void advance(milliseconds by) { now_ += by; }
@@ -86,6 +91,7 @@ class FakeSleeper final : public Sleeper {
   FakeSleeper() = default;
   /// A sleeper that records and advances `clock`.
   explicit FakeSleeper(FakeClock& clock) : clock_(&clock) {}
+  /// Records `duration` (and advances the clock) without sleeping.
   void sleep_for(milliseconds duration) override;
   /// Every wait requested, in order.
   const std::vector<milliseconds>& waits() const { return waits_; }
@@ -100,6 +106,7 @@ class FixedJitter final : public JitterSource {
  public:
   /// `value` is clamped into [0, 1).
   explicit FixedJitter(double value);
+  /// The fixed value.
   double next() override { return value_; }
 
  private:

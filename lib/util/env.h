@@ -20,6 +20,7 @@ class EnvSource {
 /// The real process environment (getenv).
 class ProcessEnv final : public EnvSource {
  public:
+  /// getenv(name).
   std::optional<std::string> get(const std::string& name) const override;
 };
 
@@ -33,6 +34,7 @@ class FakeEnv final : public EnvSource {
   void set(const std::string& name, std::string value) { vars_[name] = std::move(value); }
   /// Removes one variable.
   void unset(const std::string& name) { vars_.erase(name); }
+  /// The variable from the map.
   std::optional<std::string> get(const std::string& name) const override;
 
  private:

@@ -26,6 +26,7 @@ class FileReader {
 /// Reads from the real file system.
 class RealFileReader final : public FileReader {
  public:
+  /// open(O_RDONLY|O_CLOEXEC) + read, regular files only.
   std::string read(const std::string& path, std::size_t max_bytes = kMaxFileBytes) override;
 };
 
@@ -38,6 +39,7 @@ class FakeFileReader final : public FileReader {
   void remove(const std::string& path) { files_.erase(path); }
   /// Every path passed to read(), in order, including failed reads.
   const std::vector<std::string>& reads() const { return reads_; }
+  /// The added file's contents; a missing file fails like ENOENT.
   std::string read(const std::string& path, std::size_t max_bytes = kMaxFileBytes) override;
 
  private:

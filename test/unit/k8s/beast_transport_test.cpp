@@ -89,6 +89,8 @@ TEST_CASE("BeastTransport reuses one keep-alive connection for consecutive reque
   CHECK(r1.header("content-type") == "application/json");
   CHECK(r2.body == R"({"served":"/api/v1/namespaces/default/pods/b"})");
   CHECK(server.accepts() == 1);
+  CHECK(server.handshakes() == 1);
+  CHECK(server.server_name_indication().empty());  // no SNI for IP addresses
   CHECK(transport.connections_opened() == 1);
   auto requests = server.requests();
   REQUIRE(requests.size() == 2);
@@ -125,6 +127,8 @@ TEST_CASE("BeastTransport resolves host names and verifies them (SNI)", "[k8s]")
   TlsTestServer server(ServerOptions{pki().server, {}, ServerMode::Respond, false});
   BeastTransport transport(auth_for("localhost", server.port()));
   CHECK(transport.send(get("/by-name"), kGenerous).status == 200);
+  CHECK(server.server_name_indication() == "localhost");
+  CHECK(server.requests().at(0).header("Host") == "localhost:" + std::to_string(server.port()));
 }
 
 TEST_CASE("BeastTransport talks to an [IPv6] server", "[k8s]") {

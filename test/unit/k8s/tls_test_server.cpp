@@ -191,12 +191,22 @@ std::string TlsTestServer::client_common_name() const {
   return client_cn_;
 }
 
+std::string TlsTestServer::server_name_indication() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sni_;
+}
+
 template <class Stream>
 void TlsTestServer::serve_connection(Stream& stream) {
   beast::error_code ec;
   stream.handshake(ssl::stream_base::server, ec);
   if (ec) return;
   ++handshakes_;
+  {
+    const char* sni = SSL_get_servername(stream.native_handle(), TLSEXT_NAMETYPE_host_name);
+    std::lock_guard<std::mutex> lock(mu_);
+    sni_ = sni != nullptr ? sni : "";
+  }
   if (X509* peer = SSL_get_peer_certificate(stream.native_handle())) {
     char cn[256] = {0};
     X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName, cn, sizeof cn);

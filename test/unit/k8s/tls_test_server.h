@@ -87,6 +87,8 @@ class TlsTestServer {
   std::vector<RecordedRequest> requests() const;
   /// Common name of the last client certificate presented ("" when none).
   std::string client_common_name() const;
+  /// Server name (SNI) sent in the last completed handshake ("" when none).
+  std::string server_name_indication() const;
 
  private:
   void serve();
@@ -104,6 +106,7 @@ class TlsTestServer {
   int connection_fd_ = -1;
   std::vector<RecordedRequest> requests_;
   std::string client_cn_;
+  std::string sni_;
   std::thread thread_;
 };
 
