@@ -1,0 +1,190 @@
+// HTTP transport seam: response header lookup, TransportError classification, the API server URL
+// parser, and the scripted FakeHttpTransport used by unit tests.
+#include "k8s/http.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace manifold::k8s {
+namespace {
+
+constexpr std::size_t kMaxUrlLength = 2048;
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+bool istarts_with(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
+}
+
+bool is_ipv4(const std::string& s) {
+  in_addr a{};
+  return ::inet_pton(AF_INET, s.c_str(), &a) == 1;
+}
+
+bool is_ipv6(const std::string& s) {
+  in6_addr a{};
+  return ::inet_pton(AF_INET6, s.c_str(), &a) == 1;
+}
+
+/// True for a DNS host name: dot-separated labels of [A-Za-z0-9-], 1–63 chars, not starting or
+/// ending with '-', 253 chars at most.
+bool is_host_name(std::string_view s) {
+  if (s.empty() || s.size() > 253) return false;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    std::size_t dot = s.find('.', start);
+    std::string_view label = s.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') return false;
+    for (char c : label)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') return false;
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  return true;
+}
+
+bool is_path_char(char c) {
+  if (std::isalnum(static_cast<unsigned char>(c))) return true;
+  return std::string_view("-._~!$&'()*+,;=:@%/").find(c) != std::string_view::npos;
+}
+
+}  // namespace
+
+std::string HttpResponse::header(std::string_view name) const {
+  for (const auto& [key, value] : headers)
+    if (iequals(key, name)) return value;
+  return {};
+}
+
+TransportError::TransportError(Kind kind, std::string msg)
+    : cni::CniError(cni::ErrorCode::Kubernetes, std::move(msg)), kind_(kind) {}
+
+bool TransportError::retryable() const noexcept {
+  switch (kind_) {
+    case Kind::Resolve:
+    case Kind::Connect:
+    case Kind::Tls:
+    case Kind::Timeout:
+    case Kind::Closed:
+      return true;
+    case Kind::TlsVerify:
+    case Kind::Protocol:
+    case Kind::TooLarge:
+      return false;
+  }
+  return false;
+}
+
+std::string ServerUrl::authority() const {
+  std::string h = host_is_ipv6 ? "[" + host + "]" : host;
+  return h + ":" + std::to_string(port);
+}
+
+std::string ServerUrl::to_string() const { return "https://" + authority() + base_path; }
+
+ServerUrl parse_server_url(std::string_view url) {
+  const bool has_user_info = url.find('@') != std::string_view::npos;
+  auto fail = [&](const std::string& why) -> cni::CniError {
+    bool printable = url.size() <= kMaxUrlLength &&
+                     std::all_of(url.begin(), url.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+    std::string shown = (has_user_info || !printable) ? std::string() : " \"" + std::string(url) + "\"";
+    return cni::CniError(cni::ErrorCode::InvalidConfig, "invalid Kubernetes API server URL" + shown + ": " + why);
+  };
+
+  if (url.empty()) throw fail("it is empty");
+  if (url.size() > kMaxUrlLength) throw fail("it is longer than " + std::to_string(kMaxUrlLength) + " characters");
+  for (char c : url)
+    if (static_cast<unsigned char>(c) <= 0x20 || static_cast<unsigned char>(c) >= 0x7f)
+      throw fail("it contains whitespace or control characters");
+  if (istarts_with(url, "http://")) throw fail("only https:// is supported");
+  if (!istarts_with(url, "https://")) throw fail("it must start with https://");
+  std::string_view rest = url.substr(8);
+  if (rest.find_first_of("?#") != std::string_view::npos) throw fail("it must not contain a query or fragment");
+
+  std::size_t slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  std::string_view path = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
+  if (authority.find('@') != std::string_view::npos) throw fail("it must not contain user info");
+
+  ServerUrl out;
+  std::string_view port_text;
+  bool has_port = false;
+  if (!authority.empty() && authority.front() == '[') {
+    std::size_t close = authority.find(']');
+    if (close == std::string_view::npos) throw fail("unterminated [IPv6] address");
+    out.host = std::string(authority.substr(1, close - 1));
+    if (!is_ipv6(out.host)) throw fail("\"" + out.host + "\" is not a valid IPv6 address");
+    out.host_is_ip = out.host_is_ipv6 = true;
+    std::string_view after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') throw fail("unexpected characters after the [IPv6] address");
+      port_text = after.substr(1);
+      has_port = true;
+    }
+  } else {
+    std::size_t colon = authority.find(':');
+    if (colon != std::string_view::npos && authority.find(':', colon + 1) != std::string_view::npos)
+      throw fail("IPv6 addresses must be written in brackets, e.g. https://[fd00::1]:6443");
+    out.host = std::string(authority.substr(0, colon));
+    if (colon != std::string_view::npos) {
+      port_text = authority.substr(colon + 1);
+      has_port = true;
+    }
+    if (out.host.empty()) throw fail("the host is missing");
+    if (is_ipv4(out.host)) {
+      out.host_is_ip = true;
+    } else if (out.host.find_first_not_of("0123456789.") == std::string::npos) {
+      throw fail("\"" + out.host + "\" is not a valid IPv4 address");
+    } else if (!is_host_name(out.host)) {
+      throw fail("\"" + out.host + "\" is not a valid host name");
+    }
+  }
+
+  if (has_port) {
+    if (port_text.empty() || port_text.size() > 5 ||
+        port_text.find_first_not_of("0123456789") != std::string_view::npos)
+      throw fail("the port must be a number from 1 to 65535");
+    unsigned long port = std::stoul(std::string(port_text));
+    if (port == 0 || port > 65535) throw fail("the port must be a number from 1 to 65535");
+    out.port = static_cast<std::uint16_t>(port);
+  }
+
+  while (!path.empty() && path.back() == '/') path.remove_suffix(1);
+  for (char c : path)
+    if (!is_path_char(c)) throw fail("the path contains an invalid character");
+  out.base_path = std::string(path);
+  return out;
+}
+
+void FakeHttpTransport::push_response(HttpResponse response) { script_.emplace_back(std::move(response)); }
+
+void FakeHttpTransport::push_response(int status, std::string body, HttpHeaders headers) {
+  HttpResponse r;
+  r.status = status;
+  r.body = std::move(body);
+  r.headers = std::move(headers);
+  push_response(std::move(r));
+}
+
+void FakeHttpTransport::push_error(TransportError error) { script_.emplace_back(std::move(error)); }
+
+HttpResponse FakeHttpTransport::send(const HttpRequest& request, std::chrono::milliseconds timeout) {
+  requests_.push_back(request);
+  timeouts_.push_back(timeout);
+  if (hook_) hook_(request);
+  if (script_.empty())
+    throw cni::CniError(cni::ErrorCode::Internal,
+                        "FakeHttpTransport: no scripted answer for " + request.method + " " + request.target);
+  auto next = std::move(script_.front());
+  script_.pop_front();
+  if (auto* error = std::get_if<TransportError>(&next)) throw *error;
+  return std::get<HttpResponse>(std::move(next));
+}
+
+}  // namespace manifold::k8s

@@ -1,0 +1,122 @@
+// The HTTP transport seam between the Kubernetes API client and the network. ApiClient speaks
+// HttpRequest/HttpResponse through the abstract HttpTransport; BeastTransport (beast_transport.h) is
+// the real HTTPS implementation and FakeHttpTransport below is the scripted one used by unit tests.
+// Also here: TransportError (the failure of one exchange) and the parser for the API server URL,
+// shared by the kubeconfig loader, the transport and the client.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "cni/error.h"
+
+namespace manifold::k8s {
+
+/// Ordered list of HTTP header fields (name, value).
+using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
+
+/// One HTTP request. `target` is the origin-form path (and query), e.g. "/api/v1/namespaces".
+struct HttpRequest {
+  std::string method;  ///< "GET", "PUT", "POST", …
+  std::string target;  ///< must start with '/'
+  HttpHeaders headers; ///< Host and Content-Length are added by the transport
+  std::string body;
+};
+
+/// One HTTP response.
+struct HttpResponse {
+  int status = 0;
+  HttpHeaders headers;
+  std::string body;
+  /// The value of the first header named `name` (ASCII case-insensitive), or "" when absent.
+  std::string header(std::string_view name) const;
+};
+
+/// Failure of one HTTP exchange below the HTTP layer (DNS, TCP, TLS, timeout, connection loss,
+/// unparsable or oversized response). Code 103 (Kubernetes).
+class TransportError : public cni::CniError {
+ public:
+  /// What went wrong; decides whether the exchange is worth retrying.
+  enum class Kind {
+    Resolve,    ///< the host name could not be resolved
+    Connect,    ///< TCP connection refused / unreachable
+    Tls,        ///< TLS handshake failed for a reason other than certificate verification
+    TlsVerify,  ///< the server's certificate was rejected (wrong CA, wrong host name, expired)
+    Timeout,    ///< the per-request time bound expired
+    Closed,     ///< the connection was closed or reset mid-exchange
+    Protocol,   ///< the response was not valid HTTP/1.1
+    TooLarge,   ///< the response exceeded the size limits
+  };
+  /// Creates an error of `kind` with a message that names the server (and never a secret).
+  TransportError(Kind kind, std::string msg);
+  /// The failure category.
+  Kind kind() const noexcept { return kind_; }
+  /// True for failures that may succeed on another attempt (resolve, connect, TLS handshake,
+  /// timeout, connection closed); false for certificate, protocol and size errors.
+  bool retryable() const noexcept;
+
+ private:
+  Kind kind_;
+};
+
+/// The parsed `server` URL of a cluster: https only, host (name, IPv4 or [IPv6]), port, path prefix.
+struct ServerUrl {
+  std::string host;       ///< name or address, IPv6 without brackets
+  std::uint16_t port = 443;
+  std::string base_path;  ///< path prefix without trailing '/', "" for none (e.g. "/k8s/clusters/c-1")
+  bool host_is_ip = false;
+  bool host_is_ipv6 = false;
+  /// "host:port" as sent in the Host header ("[::1]:6443" for IPv6).
+  std::string authority() const;
+  /// "https://host:port" followed by the base path; safe to log (no user info is ever accepted).
+  std::string to_string() const;
+};
+
+/// Parses and validates an API server URL. Throws CniError(InvalidConfig) for anything but
+/// `https://host[:port][/path]` with a valid host; the message never repeats user info.
+ServerUrl parse_server_url(std::string_view url);
+
+/// The transport interface: one request in, one response out.
+class HttpTransport {
+ public:
+  virtual ~HttpTransport() = default;
+  /// Sends one request and returns the response, whatever its status. Throws TransportError
+  /// (connect/TLS/timeout/reset) when no complete response was received within `timeout`.
+  virtual HttpResponse send(const HttpRequest& request, std::chrono::milliseconds timeout) = 0;
+};
+
+/// A scripted transport for tests: answers from a queue of responses and errors, records requests.
+class FakeHttpTransport final : public HttpTransport {
+ public:
+  /// Queues a response.
+  void push_response(HttpResponse response);
+  /// Queues a response built from a status, a body and optional headers.
+  void push_response(int status, std::string body, HttpHeaders headers = {});
+  /// Queues a thrown TransportError.
+  void push_error(TransportError error);
+  /// Called at the start of every send (before the scripted answer), e.g. to advance a fake clock.
+  void on_send(std::function<void(const HttpRequest&)> hook) { hook_ = std::move(hook); }
+  /// Every request sent, in order.
+  const std::vector<HttpRequest>& requests() const { return requests_; }
+  /// The timeout passed with every request, in order.
+  const std::vector<std::chrono::milliseconds>& timeouts() const { return timeouts_; }
+  /// Scripted answers not consumed yet.
+  std::size_t pending() const { return script_.size(); }
+  /// Pops the next scripted answer; throws CniError(Internal) when the script is exhausted.
+  HttpResponse send(const HttpRequest& request, std::chrono::milliseconds timeout) override;
+
+ private:
+  std::deque<std::variant<HttpResponse, TransportError>> script_;
+  std::vector<HttpRequest> requests_;
+  std::vector<std::chrono::milliseconds> timeouts_;
+  std::function<void(const HttpRequest&)> hook_;
+};
+
+}  // namespace manifold::k8s

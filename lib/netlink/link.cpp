@@ -1,0 +1,98 @@
+// Implementation of link listing/lookup through libnl and of the LinkInfo helpers.
+#include "netlink/link.h"
+
+#include <linux/if.h>
+
+#include <algorithm>
+
+#include "cni/error.h"
+#include "netlink/error.h"
+#include "netlink/nl_socket.h"
+
+namespace manifold::netlink {
+namespace {
+
+LinkInfo to_link_info(rtnl_link* link) {
+  LinkInfo out;
+  out.index = rtnl_link_get_ifindex(link);
+  if (const char* name = rtnl_link_get_name(link)) out.name = name;
+  if (nl_addr* addr = rtnl_link_get_addr(link)) {
+    out.mac = format_mac(static_cast<const unsigned char*>(nl_addr_get_binary_addr(addr)),
+                         nl_addr_get_len(addr));
+  }
+  out.mtu = static_cast<int>(rtnl_link_get_mtu(link));
+  out.up = (rtnl_link_get_flags(link) & IFF_UP) != 0;
+  if (const char* kind = rtnl_link_get_type(link)) out.kind = kind;
+  return out;
+}
+
+}  // namespace
+
+std::string to_string(const LinkInfo& link) {
+  std::string out = std::to_string(link.index) + ": " + link.name;
+  if (!link.kind.empty()) out += " (" + link.kind + ")";
+  if (!link.mac.empty()) out += " mac " + link.mac;
+  out += " mtu " + std::to_string(link.mtu);
+  out += link.up ? " up" : " down";
+  return out;
+}
+
+bool is_valid_ifname(std::string_view name) noexcept {
+  if (name.empty() || name.size() > 15 || name == "." || name == "..") return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == '-';
+  });
+}
+
+void validate_ifname(std::string_view name) {
+  if (is_valid_ifname(name)) return;
+  std::string shown(name.substr(0, 64));
+  for (char& c : shown) {
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+  }
+  throw cni::CniError(cni::ErrorCode::InvalidConfig,
+                      "invalid interface name \"" + shown +
+                          "\": must be 1-15 characters of [A-Za-z0-9_.-] and not \".\" or \"..\"");
+}
+
+std::string format_mac(const unsigned char* bytes, std::size_t size) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  if (bytes == nullptr) return out;
+  for (std::size_t i = 0; i < size; ++i) {
+    if (i != 0) out += ':';
+    out += kHex[bytes[i] >> 4];
+    out += kHex[bytes[i] & 0x0F];
+  }
+  return out;
+}
+
+std::vector<LinkInfo> list_links(NlSocket& sock) {
+  CacheHandle cache = sock.dump(DumpKind::Links, AF_UNSPEC);
+  std::vector<LinkInfo> out;
+  for (nl_object* obj = nl_cache_get_first(cache.get()); obj != nullptr;
+       obj = nl_cache_get_next(obj)) {
+    out.push_back(to_link_info(reinterpret_cast<rtnl_link*>(obj)));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const LinkInfo& a, const LinkInfo& b) { return a.index < b.index; });
+  return out;
+}
+
+std::optional<LinkInfo> find_link(NlSocket& sock, std::string_view name) {
+  validate_ifname(name);
+  const std::string wanted(name);
+  rtnl_link* raw = nullptr;
+  const int err =
+      sock.request([&](nl_sock* s) { return rtnl_link_get_kernel(s, 0, wanted.c_str(), &raw); });
+  LinkHandle link(raw);
+  if (err < 0) {
+    if (is_not_found_error(err)) return std::nullopt;
+    sock.fail("get link", wanted, err);
+  }
+  if (!link) return std::nullopt;
+  return to_link_info(link.get());
+}
+
+}  // namespace manifold::netlink

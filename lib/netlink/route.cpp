@@ -1,0 +1,325 @@
+// Implementation of RouteSpec validation/formatting/JSON, the kernel matching rules, and the libnl
+// route operations (RTM_GETROUTE dump, RTM_NEWROUTE with NLM_F_EXCL, RTM_DELROUTE).
+#include "netlink/route.h"
+
+#include <linux/rtnetlink.h>
+#include <sys/socket.h>
+
+#include <climits>
+
+#include "cni/error.h"
+#include "netlink/convert.h"
+#include "netlink/nl_socket.h"
+#include "util/log.h"
+
+namespace manifold::netlink {
+namespace {
+
+using cni::CniError;
+using cni::ErrorCode;
+
+[[noreturn]] void invalid(const RouteSpec& route, const std::string& why) {
+  throw CniError(ErrorCode::InvalidConfig, "invalid route (" + to_string(route) + "): " + why);
+}
+
+// Parses an address field that must hold a bare IP of `family` (or derive it when family is 0).
+std::string canonical_address(const RouteSpec& route, const std::string& text, const char* field,
+                              int& family) {
+  if (text.empty()) return {};
+  const std::optional<IpPrefix> ip = parse_ip(text);
+  if (!ip)
+    invalid(route, std::string(field) + " \"" + text.substr(0, 64) + "\" is not an IP address");
+  if (family == 0) family = ip->family;
+  if (ip->family != family) {
+    invalid(route, std::string(field) + " " + ip->address() + " is not an " + family_name(family) +
+                       " address");
+  }
+  return ip->address();
+}
+
+std::string proto_name(int protocol) {
+  switch (protocol) {
+    case kProtoUnspec:
+      return "unspec";
+    case 1:
+      return "redirect";
+    case kProtoKernel:
+      return "kernel";
+    case kProtoBoot:
+      return "boot";
+    case kProtoStatic:
+      return "static";
+    case 16:
+      return "dhcp";
+    default:
+      return std::to_string(protocol);
+  }
+}
+
+std::string scope_name(int scope) {
+  switch (scope) {
+    case kScopeUniverse:
+      return "global";
+    case kScopeLink:
+      return "link";
+    case kScopeHost:
+      return "host";
+    case 200:
+      return "site";
+    default:
+      return std::to_string(scope);
+  }
+}
+
+// Converts one dumped route; nullopt when a RouteSpec cannot describe it faithfully.
+std::optional<RouteSpec> from_nl_route(rtnl_route* route) {
+  const int family = rtnl_route_get_family(route);
+  if (!is_ip_family(family) || rtnl_route_get_type(route) != RTN_UNICAST) return std::nullopt;
+  if (rtnl_route_get_tos(route) != 0 || rtnl_route_get_nnexthops(route) != 1) return std::nullopt;
+  if (nl_addr* src = rtnl_route_get_src(route); src != nullptr && nl_addr_get_prefixlen(src) != 0) {
+    return std::nullopt;  // IPv6 source-specific route
+  }
+  RouteSpec out;
+  out.family = family;
+  const std::optional<IpPrefix> dst = detail::from_nl_addr(rtnl_route_get_dst(route));
+  if (!dst) return std::nullopt;
+  if (dst->length != 0) out.dst = dst->masked().to_string();
+  rtnl_nexthop* nh = rtnl_route_nexthop_n(route, 0);
+  if (nh == nullptr) return std::nullopt;
+  if (nl_addr* gw = rtnl_route_nh_get_gateway(nh); gw != nullptr && nl_addr_get_len(gw) != 0) {
+    const std::optional<IpPrefix> ip = detail::from_nl_addr(gw);
+    if (!ip || ip->family != family) return std::nullopt;
+    out.gw = ip->address();
+  }
+  out.ifindex = rtnl_route_nh_get_ifindex(nh);
+  if (rtnl_route_get_table(route) > static_cast<uint32_t>(INT_MAX) ||
+      rtnl_route_get_priority(route) > static_cast<uint32_t>(INT_MAX)) {
+    return std::nullopt;
+  }
+  out.table = static_cast<int>(rtnl_route_get_table(route));
+  out.scope = rtnl_route_get_scope(route);
+  out.protocol = rtnl_route_get_protocol(route);
+  if (nl_addr* src = rtnl_route_get_pref_src(route); src != nullptr && nl_addr_get_len(src) != 0) {
+    const std::optional<IpPrefix> ip = detail::from_nl_addr(src);
+    if (!ip || ip->family != family) return std::nullopt;
+    out.prefsrc = ip->address();
+  }
+  out.priority = static_cast<int>(rtnl_route_get_priority(route));
+  return out;
+}
+
+// Builds the libnl route object for an add (`for_delete` false) or a delete pattern.
+RouteHandle build_nl_route(const RouteSpec& r, bool for_delete) {
+  RouteHandle route(rtnl_route_alloc());
+  if (!route) throw CniError(ErrorCode::Internal, "netlink: out of memory building a route");
+  rtnl_route_set_family(route.get(), static_cast<uint8_t>(r.family));
+  rtnl_route_set_table(route.get(), static_cast<uint32_t>(r.table));
+  rtnl_route_set_type(route.get(), RTN_UNICAST);
+
+  NlAddrHandle dst =
+      r.dst.empty() ? detail::default_nl_addr(r.family) : detail::to_nl_addr(*parse_cidr(r.dst));
+  int err = rtnl_route_set_dst(route.get(), dst.get());
+  if (err < 0)
+    throw CniError(ErrorCode::Internal,
+                   "netlink: cannot set route destination: " + nl_error_text(err));
+
+  if (r.scope != kScopeAuto) {
+    rtnl_route_set_scope(route.get(), static_cast<uint8_t>(r.scope));
+  } else if (for_delete) {
+    rtnl_route_set_scope(route.get(), RT_SCOPE_NOWHERE);  // the kernel's "any scope"
+  }  // else: libnl derives it from the next hop, as `ip route add` does
+  const int protocol = (!for_delete && r.protocol == kProtoUnspec) ? kProtoBoot : r.protocol;
+  rtnl_route_set_protocol(route.get(), static_cast<uint8_t>(protocol));
+  if (r.priority != 0) rtnl_route_set_priority(route.get(), static_cast<uint32_t>(r.priority));
+  if (!r.prefsrc.empty()) {
+    NlAddrHandle src = detail::to_nl_addr(*parse_ip(r.prefsrc));
+    err = rtnl_route_set_pref_src(route.get(), src.get());
+    if (err < 0)
+      throw CniError(ErrorCode::Internal,
+                     "netlink: cannot set route source: " + nl_error_text(err));
+  }
+  if (!r.gw.empty() || r.ifindex != 0) {
+    NexthopHandle nh(rtnl_route_nh_alloc());
+    if (!nh) throw CniError(ErrorCode::Internal, "netlink: out of memory building a next hop");
+    if (r.ifindex != 0) rtnl_route_nh_set_ifindex(nh.get(), r.ifindex);
+    if (!r.gw.empty()) {
+      NlAddrHandle gw = detail::to_nl_addr(*parse_ip(r.gw));
+      rtnl_route_nh_set_gateway(nh.get(), gw.get());  // takes its own reference
+    }
+    rtnl_route_add_nexthop(route.get(), nh.release());  // the route owns the next hop now
+  }
+  return route;
+}
+
+}  // namespace
+
+std::string to_string(const RouteSpec& route) {
+  std::string out = route.dst.empty() ? "default" : route.dst;
+  if (!route.gw.empty()) out += " via " + route.gw;
+  if (route.ifindex != 0) out += " dev #" + std::to_string(route.ifindex);
+  if (route.table != kMainTable) out += " table " + std::to_string(route.table);
+  if (route.protocol != kProtoUnspec) out += " proto " + proto_name(route.protocol);
+  if (route.scope != kScopeAuto && route.scope != kScopeUniverse)
+    out += " scope " + scope_name(route.scope);
+  if (!route.prefsrc.empty()) out += " src " + route.prefsrc;
+  if (route.priority != 0) out += " metric " + std::to_string(route.priority);
+  return out;
+}
+
+RouteSpec normalize_route(const RouteSpec& route) {
+  RouteSpec out = route;
+  if (out.family != 0 && !is_ip_family(out.family))
+    invalid(route, "unsupported address " + family_name(out.family));
+  int family = out.family;
+  if (!route.dst.empty()) {
+    const std::optional<IpPrefix> dst = parse_cidr(route.dst);
+    if (!dst) invalid(route, "destination \"" + route.dst.substr(0, 64) + "\" is not a CIDR");
+    if (family == 0) family = dst->family;
+    if (dst->family != family)
+      invalid(route, "destination is not an " + family_name(family) + " prefix");
+    if (!dst->is_masked()) {
+      invalid(route,
+              "destination has host bits set (did you mean " + dst->masked().to_string() + "?)");
+    }
+    out.dst = dst->length == 0 ? std::string() : dst->to_string();
+  }
+  out.gw = canonical_address(route, route.gw, "gateway", family);
+  out.prefsrc = canonical_address(route, route.prefsrc, "prefsrc", family);
+  if (family == 0)
+    invalid(route, "the address family is unknown (no destination, gateway or source)");
+  out.family = family;
+  if (out.ifindex < 0) invalid(route, "negative ifindex");
+  if (out.table < 1) invalid(route, "table must be 1..2147483647");
+  if (out.scope != kScopeAuto && (out.scope < 0 || out.scope > 254))
+    invalid(route, "scope must be 0..254");
+  if (out.protocol < 0 || out.protocol > 255) invalid(route, "protocol must be 0..255");
+  if (out.priority < 0) invalid(route, "negative metric");
+  return out;
+}
+
+RouteSpec route_as_added(const RouteSpec& route) {
+  RouteSpec out = route;
+  if (out.family == AF_INET6) {
+    out.scope = kScopeUniverse;
+    if (out.priority == 0) out.priority = kIpv6DefaultMetric;
+  } else if (out.scope == kScopeAuto) {
+    out.scope = out.gw.empty() ? kScopeLink : kScopeUniverse;
+  }
+  if (out.protocol == kProtoUnspec) out.protocol = kProtoBoot;
+  return out;
+}
+
+bool route_matches(const RouteSpec& pattern, const RouteSpec& candidate) {
+  if (pattern.family != candidate.family || pattern.table != candidate.table ||
+      pattern.dst != candidate.dst) {
+    return false;
+  }
+  if (!pattern.gw.empty() && pattern.gw != candidate.gw) return false;
+  if (pattern.ifindex != 0 && pattern.ifindex != candidate.ifindex) return false;
+  if (!pattern.prefsrc.empty() && pattern.prefsrc != candidate.prefsrc) return false;
+  if (pattern.protocol != kProtoUnspec && pattern.protocol != candidate.protocol) return false;
+  if (pattern.priority != 0 && pattern.priority != candidate.priority) return false;
+  if (pattern.family == AF_INET && pattern.scope != kScopeAuto && pattern.scope != candidate.scope)
+    return false;
+  return true;
+}
+
+bool same_route_identity(const RouteSpec& a, const RouteSpec& b) {
+  return a.family == b.family && a.table == b.table && a.dst == b.dst && a.priority == b.priority;
+}
+
+Json to_json(const RouteSpec& route) {
+  Json j = Json::object();
+  j["family"] = detail::family_to_json(route.family);
+  j["dst"] = route.dst;
+  j["gw"] = route.gw;
+  j["ifindex"] = route.ifindex;
+  j["table"] = route.table;
+  j["scope"] = route.scope;
+  j["protocol"] = route.protocol;
+  j["prefsrc"] = route.prefsrc;
+  j["priority"] = route.priority;
+  return j;
+}
+
+RouteSpec route_from_json(const Json& json) {
+  constexpr std::string_view what = "route";
+  if (!json.is_object()) throw CniError(ErrorCode::Decoding, "route: expected a JSON object");
+  RouteSpec r;
+  r.family = detail::json_family(json, what);
+  r.dst = detail::json_string(json, what, "dst", 64);
+  r.gw = detail::json_string(json, what, "gw", 64);
+  r.ifindex = detail::json_int(json, what, "ifindex", 0, INT_MAX, 0);
+  r.table = detail::json_int(json, what, "table", 1, INT_MAX, kMainTable);
+  r.scope = detail::json_int(json, what, "scope", kScopeAuto, 254, kScopeAuto);
+  r.protocol = detail::json_int(json, what, "protocol", 0, 255, kProtoUnspec);
+  r.prefsrc = detail::json_string(json, what, "prefsrc", 64);
+  r.priority = detail::json_int(json, what, "priority", 0, INT_MAX, 0);
+  try {
+    return normalize_route(r);
+  } catch (const CniError& e) {
+    throw CniError(ErrorCode::Decoding, e.msg(), e.details());
+  }
+}
+
+std::vector<RouteSpec> list_routes(NlSocket& sock, int family, int table) {
+  if (family != AF_UNSPEC && !is_ip_family(family)) {
+    throw CniError(ErrorCode::InvalidConfig,
+                   "list routes: unsupported address " + family_name(family));
+  }
+  if (table < 0)
+    throw CniError(ErrorCode::InvalidConfig, "list routes: invalid table " + std::to_string(table));
+  std::vector<RouteSpec> out;
+  for (int fam : {AF_INET, AF_INET6}) {
+    if (family != AF_UNSPEC && family != fam) continue;
+    CacheHandle cache = sock.dump(DumpKind::Routes, fam);
+    for (nl_object* obj = nl_cache_get_first(cache.get()); obj != nullptr;
+         obj = nl_cache_get_next(obj)) {
+      auto* route = reinterpret_cast<rtnl_route*>(obj);
+      if (table != kAllTables && rtnl_route_get_table(route) != static_cast<uint32_t>(table))
+        continue;
+      std::optional<RouteSpec> spec = from_nl_route(route);
+      if (!spec) {
+        util::log_debug("netlink: route in table ", rtnl_route_get_table(route),
+                        " is not a single-path unicast route; not listed");
+        continue;
+      }
+      out.push_back(std::move(*spec));
+    }
+  }
+  return out;
+}
+
+AddOutcome add_route(NlSocket& sock, const RouteSpec& route) {
+  const RouteSpec r = normalize_route(route);
+  if (r.gw.empty() && r.ifindex == 0) invalid(r, "a route needs a gateway or an interface");
+  RouteHandle nl_route = build_nl_route(r, false);
+  const int err =
+      sock.request([&](nl_sock* s) { return rtnl_route_add(s, nl_route.get(), NLM_F_EXCL); });
+  if (err >= 0) return AddOutcome::Added;
+  if (is_exists_error(err)) return AddOutcome::Exists;
+  sock.fail("add route", to_string(r), err);
+}
+
+DeleteOutcome delete_route(NlSocket& sock, const RouteSpec& route) {
+  const RouteSpec r = normalize_route(route);
+  RouteHandle nl_route = build_nl_route(r, true);
+  const int err = sock.request([&](nl_sock* s) { return rtnl_route_delete(s, nl_route.get(), 0); });
+  if (err >= 0) return DeleteOutcome::Deleted;
+  if (is_not_found_error(err)) return DeleteOutcome::NotFound;
+  sock.fail("delete route", to_string(r), err);
+}
+
+std::set<int> route_tables_in_use(NlSocket& sock) {
+  std::set<int> out;
+  for (int fam : {AF_INET, AF_INET6}) {
+    CacheHandle cache = sock.dump(DumpKind::Routes, fam);
+    for (nl_object* obj = nl_cache_get_first(cache.get()); obj != nullptr;
+         obj = nl_cache_get_next(obj)) {
+      out.insert(static_cast<int>(rtnl_route_get_table(reinterpret_cast<rtnl_route*>(obj))));
+    }
+  }
+  return out;
+}
+
+}  // namespace manifold::netlink

@@ -1,0 +1,376 @@
+// Tests of kubeconfig loading (contexts, clusters, users, files vs -data, tokens, insecure flag,
+// relative paths, malformed and mistyped input), the in-cluster configuration, and the base64 and
+// token helpers. Files come from a FakeFileReader; log output is captured through a LogSink.
+#include <catch2/catch.hpp>
+
+#include "cni/error.h"
+#include "k8s/kubeconfig.h"
+#include "util/log.h"
+
+using namespace manifold;
+using namespace manifold::k8s;
+
+namespace {
+
+const std::string kPath = "/etc/cni/net.d/manifold.d/manifold.kubeconfig";
+const std::string kDir = "/etc/cni/net.d/manifold.d/";
+const std::string kCa = "-----BEGIN CERTIFICATE-----\nQ0E=\n-----END CERTIFICATE-----\n";
+const std::string kCert = "-----BEGIN CERTIFICATE-----\nQ0VSVA==\n-----END CERTIFICATE-----\n";
+const std::string kKey = "-----BEGIN PRIVATE KEY-----\nS0VZ\n-----END PRIVATE KEY-----\n";
+// base64 of the three PEM blocks above.
+const std::string kCaB64 = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tClEwRT0KLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo=";
+const std::string kCertB64 = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tClEwVlNWQT09Ci0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K";
+const std::string kKeyB64 = "LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0tClMwVloKLS0tLS1FTkQgUFJJVkFURSBLRVktLS0tLQo=";
+
+/// Captures log lines for the duration of a test.
+class LogCapture {
+ public:
+  LogCapture() {
+    auto sink = std::make_unique<Sink>(lines_);
+    util::Logger::instance().set_file_sink(std::move(sink));
+    util::Logger::instance().set_to_stderr(false);
+    util::Logger::instance().set_level(util::LogLevel::Debug);
+  }
+  ~LogCapture() {
+    util::Logger::instance().set_file_sink(nullptr);
+    util::Logger::instance().set_to_stderr(true);
+    util::Logger::instance().set_level(util::LogLevel::Error);
+  }
+  std::string text() const {
+    std::string all;
+    for (const auto& l : *lines_) all += l;
+    return all;
+  }
+
+ private:
+  struct Sink : util::LogSink {
+    explicit Sink(std::shared_ptr<std::vector<std::string>> out) : out_(std::move(out)) {}
+    void write_line(std::string_view line) override { out_->emplace_back(line); }
+    std::shared_ptr<std::vector<std::string>> out_;
+  };
+  std::shared_ptr<std::vector<std::string>> lines_ = std::make_shared<std::vector<std::string>>();
+};
+
+std::string kubeconfig(const std::string& cluster_body, const std::string& user_body,
+                       const std::string& current = "main") {
+  return "apiVersion: v1\nkind: Config\ncurrent-context: " + current +
+         "\n"
+         "contexts:\n"
+         "- name: other\n  context:\n    cluster: other-cluster\n    user: other-user\n"
+         "- name: main\n  context:\n    cluster: c1\n    user: u1\n    namespace: kube-system\n"
+         "clusters:\n"
+         "- name: other-cluster\n  cluster:\n    server: https://10.9.9.9:6443\n    insecure-skip-tls-verify: true\n"
+         "- name: c1\n  cluster:\n" +
+         cluster_body +
+         "users:\n"
+         "- name: other-user\n  user:\n    token: other-token\n"
+         "- name: u1\n  user:\n" +
+         user_body;
+}
+
+ClusterAuth load(const std::string& text, util::FakeFileReader& files) {
+  files.add(kPath, text);
+  return load_kubeconfig(kPath, files);
+}
+
+/// Loads `text` and returns the error message (fails the test if it loads).
+std::string load_error(const std::string& text, util::FakeFileReader& files) {
+  try {
+    load(text, files);
+  } catch (const cni::CniError& e) {
+    CHECK(e.code() == static_cast<unsigned>(cni::ErrorCode::InvalidConfig));
+    return e.msg();
+  }
+  FAIL("load_kubeconfig did not throw");
+  return {};
+}
+
+std::string load_error(const std::string& text) {
+  util::FakeFileReader files;
+  return load_error(text, files);
+}
+
+}  // namespace
+
+TEST_CASE("kubeconfig: current-context selects the context, cluster and user", "[k8s]") {
+  util::FakeFileReader files;
+  ClusterAuth auth = load(kubeconfig("    server: https://10.0.0.1:6443\n    certificate-authority-data: " + kCaB64 + "\n",
+                                     "    token: abc.def\n"),
+                          files);
+  CHECK(auth.server == "https://10.0.0.1:6443");
+  CHECK(auth.ca_pem == kCa);
+  CHECK(auth.token == "abc.def");
+  CHECK(auth.token_file.empty());
+  CHECK_FALSE(auth.insecure_skip_tls_verify);
+  CHECK(auth.client_cert_pem.empty());
+
+  ClusterAuth other = load(kubeconfig("    server: https://10.0.0.1:6443\n", "    token: abc\n", "other"), files);
+  CHECK(other.server == "https://10.9.9.9:6443");
+  CHECK(other.token == "other-token");
+  CHECK(other.insecure_skip_tls_verify);
+}
+
+TEST_CASE("kubeconfig: certificate-authority file is read relative to the kubeconfig", "[k8s]") {
+  util::FakeFileReader files;
+  files.add(kDir + "ca.crt", kCa);
+  files.add("/abs/ca.pem", kCa + "#abs");
+  ClusterAuth rel = load(kubeconfig("    server: https://k8s.example:6443\n    certificate-authority: ca.crt\n",
+                                    "    token: t\n"),
+                         files);
+  CHECK(rel.ca_pem == kCa);
+  ClusterAuth abs = load(kubeconfig("    server: https://k8s.example:6443\n    certificate-authority: /abs/ca.pem\n",
+                                    "    token: t\n"),
+                         files);
+  CHECK(abs.ca_pem == kCa + "#abs");
+}
+
+TEST_CASE("kubeconfig: -data wins over the file form", "[k8s]") {
+  util::FakeFileReader files;
+  ClusterAuth auth = load(kubeconfig("    server: https://k8s.example\n    certificate-authority: missing.crt\n"
+                                     "    certificate-authority-data: " + kCaB64 + "\n",
+                                     "    token: t\n"),
+                          files);
+  CHECK(auth.ca_pem == kCa);
+  CHECK(std::find(files.reads().begin(), files.reads().end(), kDir + "missing.crt") == files.reads().end());
+}
+
+TEST_CASE("kubeconfig: client certificate and key from files and from -data", "[k8s]") {
+  util::FakeFileReader files;
+  files.add(kDir + "pki/client.crt", kCert);
+  files.add(kDir + "pki/client.key", kKey);
+  ClusterAuth from_files = load(kubeconfig("    server: https://k8s.example\n",
+                                           "    client-certificate: pki/client.crt\n    client-key: pki/client.key\n"),
+                                files);
+  CHECK(from_files.client_cert_pem == kCert);
+  CHECK(from_files.client_key_pem == kKey);
+  CHECK(from_files.token.empty());
+
+  ClusterAuth from_data = load(kubeconfig("    server: https://k8s.example\n", "    client-certificate-data: " + kCertB64 +
+                                                                                  "\n    client-key-data: " + kKeyB64 + "\n"),
+                               files);
+  CHECK(from_data.client_cert_pem == kCert);
+  CHECK(from_data.client_key_pem == kKey);
+}
+
+TEST_CASE("kubeconfig: tokenFile is kept as a resolved path, not read", "[k8s]") {
+  util::FakeFileReader files;
+  ClusterAuth rel = load(kubeconfig("    server: https://k8s.example\n", "    tokenFile: secrets/token\n"), files);
+  CHECK(rel.token_file == kDir + "secrets/token");
+  CHECK(rel.token.empty());
+  ClusterAuth abs = load(kubeconfig("    server: https://k8s.example\n", "    tokenFile: /var/run/token\n    token: static\n"),
+                         files);
+  CHECK(abs.token_file == "/var/run/token");
+  CHECK(abs.token == "static");
+  CHECK(files.reads() == std::vector<std::string>{kPath, kPath});
+}
+
+TEST_CASE("kubeconfig: a relative kubeconfig path resolves files against its own directory", "[k8s]") {
+  util::FakeFileReader files;
+  files.add("conf/kubeconfig", kubeconfig("    server: https://k8s.example\n    certificate-authority: ca.crt\n",
+                                          "    tokenFile: token\n"));
+  files.add("conf/ca.crt", kCa);
+  ClusterAuth auth = load_kubeconfig("conf/kubeconfig", files);
+  CHECK(auth.ca_pem == kCa);
+  CHECK(auth.token_file == "conf/token");
+  files.add("kubeconfig", kubeconfig("    server: https://k8s.example\n", "    tokenFile: token\n"));
+  CHECK(load_kubeconfig("kubeconfig", files).token_file == "token");
+}
+
+TEST_CASE("kubeconfig: insecure-skip-tls-verify is honoured with a warning", "[k8s]") {
+  LogCapture log;
+  util::FakeFileReader files;
+  ClusterAuth auth = load(kubeconfig("    server: https://k8s.example\n    insecure-skip-tls-verify: true\n", "    token: t\n"),
+                          files);
+  CHECK(auth.insecure_skip_tls_verify);
+  CHECK_THAT(log.text(), Catch::Contains("insecure-skip-tls-verify") && Catch::Contains("NOT be verified"));
+}
+
+TEST_CASE("kubeconfig: insecure-skip-tls-verify false, and together with a CA", "[k8s]") {
+  util::FakeFileReader files;
+  CHECK_FALSE(load(kubeconfig("    server: https://k8s.example\n    insecure-skip-tls-verify: false\n", "    token: t\n"), files)
+                  .insecure_skip_tls_verify);
+  CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n    insecure-skip-tls-verify: true\n"
+                                   "    certificate-authority-data: " + kCaB64 + "\n",
+                                   "    token: t\n")),
+             Catch::Contains("both insecure-skip-tls-verify and a certificate-authority"));
+}
+
+TEST_CASE("kubeconfig: unsupported auth mechanisms are warned about", "[k8s]") {
+  LogCapture log;
+  util::FakeFileReader files;
+  load(kubeconfig("    server: https://k8s.example\n", "    token: t\n    exec:\n      command: aws\n"), files);
+  CHECK_THAT(log.text(), Catch::Contains("user \"u1\" field exec is not supported"));
+}
+
+TEST_CASE("kubeconfig: missing context, cluster and user are named", "[k8s]") {
+  CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n", "    token: t\n", "nope")),
+             Catch::Contains(kPath) && Catch::Contains("context \"nope\" not found in contexts"));
+
+  std::string missing_cluster = "current-context: a\ncontexts:\n- name: a\n  context:\n    cluster: gone\n    user: u\n"
+                                "clusters: []\nusers:\n- name: u\n  user:\n    token: t\n";
+  CHECK_THAT(load_error(missing_cluster), Catch::Contains("cluster \"gone\" not found in clusters"));
+
+  std::string missing_user = "current-context: a\ncontexts:\n- name: a\n  context:\n    cluster: c\n    user: ghost\n"
+                             "clusters:\n- name: c\n  cluster:\n    server: https://k8s.example\n";
+  CHECK_THAT(load_error(missing_user), Catch::Contains("user \"ghost\" not found in users"));
+
+  CHECK_THAT(load_error("apiVersion: v1\nkind: Config\n"), Catch::Contains("has no current-context"));
+  CHECK_THAT(load_error("current-context: a\ncontexts:\n- name: a\n  context:\n    user: u\n"),
+             Catch::Contains("context \"a\" has no cluster"));
+  CHECK_THAT(load_error("current-context: a\ncontexts:\n- name: a\n"), Catch::Contains("context \"a\" has no context section"));
+  CHECK_THAT(load_error(kubeconfig("    insecure-skip-tls-verify: true\n", "    token: t\n")),
+             Catch::Contains("cluster \"c1\" has no server"));
+}
+
+TEST_CASE("kubeconfig: a context without a user means anonymous access, with a warning", "[k8s]") {
+  LogCapture log;
+  util::FakeFileReader files;
+  ClusterAuth auth = load("current-context: a\ncontexts:\n- name: a\n  context:\n    cluster: c\n"
+                          "clusters:\n- name: c\n  cluster:\n    server: https://k8s.example\n",
+                          files);
+  CHECK(auth.token.empty());
+  CHECK(auth.token_file.empty());
+  CHECK_THAT(log.text(), Catch::Contains("names no user"));
+}
+
+TEST_CASE("kubeconfig: malformed YAML and non-mapping documents", "[k8s]") {
+  CHECK_THAT(load_error("current-context: [unclosed\n"), Catch::Contains("is not valid YAML") && Catch::Contains("line"));
+  CHECK_THAT(load_error("a: b: c\n"), Catch::Contains("is not valid YAML"));
+  CHECK_THAT(load_error("current-context: a\n\tcontexts: []\n"), Catch::Contains("is not valid YAML"));
+  CHECK_THAT(load_error(""), Catch::Contains("is empty"));
+  CHECK_THAT(load_error("- just\n- a list\n"), Catch::Contains("is not a YAML mapping"));
+  CHECK_THAT(load_error("plain scalar"), Catch::Contains("is not a YAML mapping"));
+}
+
+TEST_CASE("kubeconfig: wrong types are rejected with the field name", "[k8s]") {
+  CHECK_THAT(load_error("current-context: [a, b]\n"), Catch::Contains("current-context must be a string"));
+  CHECK_THAT(load_error("current-context: a\ncontexts: {a: b}\n"), Catch::Contains("contexts must be a list"));
+  CHECK_THAT(load_error("current-context: a\ncontexts:\n- just-a-string\n"), Catch::Contains("contexts[0] must be a mapping"));
+  CHECK_THAT(load_error("current-context: a\ncontexts:\n- name: a\n  context: [x]\n"),
+             Catch::Contains("context must be a mapping"));
+  CHECK_THAT(load_error(kubeconfig("    server: {host: x}\n", "    token: t\n")),
+             Catch::Contains("cluster \"c1\" field server must be a string"));
+  CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n    insecure-skip-tls-verify: maybe\n", "    token: t\n")),
+             Catch::Contains("insecure-skip-tls-verify must be true or false"));
+  CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n    insecure-skip-tls-verify: [true]\n", "    token: t\n")),
+             Catch::Contains("insecure-skip-tls-verify must be true or false"));
+  CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n", "    token: [a]\n")),
+             Catch::Contains("user \"u1\" field token must be a string"));
+  CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n", "    tokenFile: {a: 1}\n")),
+             Catch::Contains("field tokenFile must be a string"));
+}
+
+TEST_CASE("kubeconfig: invalid server URLs are rejected", "[k8s]") {
+  CHECK_THAT(load_error(kubeconfig("    server: http://10.0.0.1:8080\n", "    token: t\n")),
+             Catch::Contains("cluster \"c1\" field server") && Catch::Contains("only https:// is supported"));
+  CHECK_THAT(load_error(kubeconfig("    server: https://user:secret@10.0.0.1\n", "    token: t\n")),
+             Catch::Contains("user info") && !Catch::Contains("secret"));
+  CHECK_THAT(load_error(kubeconfig("    server: https://10.0.0.1:99999\n", "    token: t\n")), Catch::Contains("port"));
+}
+
+TEST_CASE("kubeconfig: referenced files that cannot be read, and bad -data", "[k8s]") {
+  CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n    certificate-authority: nope.crt\n", "    token: t\n")),
+             Catch::Contains(kPath) && Catch::Contains("certificate-authority") && Catch::Contains(kDir + "nope.crt"));
+  CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n    certificate-authority-data: '%%%'\n", "    token: t\n")),
+             Catch::Contains("certificate-authority-data is not valid base64"));
+  CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n    certificate-authority-data: aGVsbG8=\n", "    token: t\n")),
+             Catch::Contains("does not contain a PEM certificate"));
+  CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n", "    client-certificate-data: " + kCertB64 + "\n")),
+             Catch::Contains("must set both client-certificate and client-key"));
+  CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n",
+                                   "    client-certificate-data: " + kCertB64 + "\n    client-key-data: " + kCertB64 + "\n")),
+             Catch::Contains("client-key does not contain a PEM private key"));
+}
+
+TEST_CASE("kubeconfig: a missing kubeconfig file is a configuration error naming it", "[k8s]") {
+  util::FakeFileReader files;
+  try {
+    load_kubeconfig("/nonexistent/kubeconfig", files);
+    FAIL("no error");
+  } catch (const cni::CniError& e) {
+    CHECK(e.code() == static_cast<unsigned>(cni::ErrorCode::InvalidConfig));
+    CHECK_THAT(e.msg(), Catch::Contains("/nonexistent/kubeconfig") && Catch::Contains("No such file"));
+  }
+}
+
+TEST_CASE("kubeconfig: errors never echo token or key contents", "[k8s]") {
+  std::string msg = load_error(kubeconfig("    server: https://k8s.example\n", "    token: \"sekrit tok\\nen\"\n"));
+  CHECK_THAT(msg, Catch::Contains("field token contains whitespace"));
+  CHECK_THAT(msg, !Catch::Contains("sekrit"));
+  std::string key_msg = load_error(kubeconfig("    server: https://k8s.example\n",
+                                              "    client-certificate-data: " + kCertB64 + "\n    client-key-data: " +
+                                                  kCaB64 + "\n"));
+  CHECK_THAT(key_msg, !Catch::Contains("BEGIN"));
+}
+
+TEST_CASE("in-cluster: service host and port with the service account files", "[k8s]") {
+  util::FakeEnv env({{"KUBERNETES_SERVICE_HOST", "10.96.0.1"}, {"KUBERNETES_SERVICE_PORT", "443"}});
+  util::FakeFileReader files;
+  files.add(std::string(kServiceAccountDir) + "/ca.crt", kCa);
+  std::optional<ClusterAuth> auth = in_cluster_auth(env, files);
+  REQUIRE(auth);
+  CHECK(auth->server == "https://10.96.0.1:443");
+  CHECK(auth->ca_pem == kCa);
+  CHECK(auth->token_file == "/var/run/secrets/kubernetes.io/serviceaccount/token");
+  CHECK(auth->token.empty());
+  // The token is not read now: it is read at first use, so rotation works.
+  CHECK(files.reads() == std::vector<std::string>{"/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"});
+
+  env.set("KUBERNETES_SERVICE_HOST", "fd00:10:96::1");
+  CHECK(in_cluster_auth(env, files)->server == "https://[fd00:10:96::1]:443");
+}
+
+TEST_CASE("in-cluster: absent unless both variables are set", "[k8s]") {
+  util::FakeFileReader files;
+  util::FakeEnv env;
+  CHECK_FALSE(in_cluster_auth(env, files));
+  env.set("KUBERNETES_SERVICE_HOST", "10.96.0.1");
+  CHECK_FALSE(in_cluster_auth(env, files));
+  env.set("KUBERNETES_SERVICE_PORT", "");
+  CHECK_FALSE(in_cluster_auth(env, files));
+  CHECK(files.reads().empty());
+}
+
+TEST_CASE("in-cluster: malformed variables and a missing ca.crt are errors", "[k8s]") {
+  util::FakeFileReader files;
+  util::FakeEnv env({{"KUBERNETES_SERVICE_HOST", "10.96.0.1"}, {"KUBERNETES_SERVICE_PORT", "https"}});
+  CHECK_THROWS_WITH(in_cluster_auth(env, files), Catch::Contains("KUBERNETES_SERVICE_PORT") && Catch::Contains("port"));
+  env.set("KUBERNETES_SERVICE_PORT", "443");
+  CHECK_THROWS_WITH(in_cluster_auth(env, files), Catch::Contains("in-cluster") && Catch::Contains("ca.crt"));
+  files.add(std::string(kServiceAccountDir) + "/ca.crt", "garbage");
+  CHECK_THROWS_WITH(in_cluster_auth(env, files), Catch::Contains("does not contain a PEM certificate"));
+}
+
+TEST_CASE("find_cluster_auth: kubeconfig first, then in-cluster, else none", "[k8s]") {
+  util::FakeFileReader files;
+  files.add(std::string(kServiceAccountDir) + "/ca.crt", kCa);
+  files.add(kPath, kubeconfig("    server: https://k8s.example\n", "    token: t\n"));
+  util::FakeEnv env({{"KUBERNETES_SERVICE_HOST", "10.96.0.1"}, {"KUBERNETES_SERVICE_PORT", "443"}});
+  CHECK(find_cluster_auth(kPath, env, files)->server == "https://k8s.example");
+  CHECK(find_cluster_auth("", env, files)->server == "https://10.96.0.1:443");
+  util::FakeEnv empty;
+  CHECK_FALSE(find_cluster_auth("", empty, files));
+}
+
+TEST_CASE("decode_base64 handles padding, whitespace and garbage", "[k8s]") {
+  CHECK(decode_base64("aGVsbG8=") == std::optional<std::string>("hello"));
+  CHECK(decode_base64("aGVsbG8") == std::optional<std::string>("hello"));
+  CHECK(decode_base64("aGVs\nbG8g\r\nd29y bGQ=") == std::optional<std::string>("hello world"));
+  CHECK(decode_base64("") == std::optional<std::string>(""));
+  CHECK(decode_base64("AAEC/w==") == std::optional<std::string>(std::string("\x00\x01\x02\xff", 4)));
+  CHECK_FALSE(decode_base64("a"));
+  CHECK_FALSE(decode_base64("aGVs*G8="));
+  CHECK_FALSE(decode_base64("aGVsbG8=aGVs"));
+  CHECK_FALSE(decode_base64("aGVsbA==="));
+  CHECK_FALSE(decode_base64("aGVsbG8=="));
+}
+
+TEST_CASE("is_valid_bearer_token", "[k8s]") {
+  CHECK(is_valid_bearer_token("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln"));
+  CHECK(is_valid_bearer_token("abcdef.0123456789abcdef"));
+  CHECK_FALSE(is_valid_bearer_token(""));
+  CHECK_FALSE(is_valid_bearer_token("two words"));
+  CHECK_FALSE(is_valid_bearer_token("line\nbreak"));
+  CHECK_FALSE(is_valid_bearer_token("caf\xc3\xa9"));
+  CHECK_FALSE(is_valid_bearer_token(std::string(70000, 'a')));
+}

@@ -1,0 +1,75 @@
+// Tests of the file readers: the real one against files in a private temporary directory (regular
+// file, missing file, directory, size bound) and the in-memory fake.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "cni/error.h"
+#include "util/file_reader.h"
+
+using namespace manifold;
+using namespace manifold::util;
+
+namespace {
+
+/// A private temporary directory, removed with its files at the end of the test.
+struct TempDir {
+  std::string path;
+  std::vector<std::string> files;
+  TempDir() {
+    char tmpl[] = "/tmp/manifold-file-reader-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() {
+    for (const auto& f : files) std::remove(f.c_str());
+    ::rmdir(path.c_str());
+  }
+  std::string write(const std::string& name, const std::string& contents) {
+    std::string p = path + "/" + name;
+    std::ofstream(p, std::ios::binary) << contents;
+    files.push_back(p);
+    return p;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("RealFileReader reads whole files and bounds their size", "[util]") {
+  TempDir dir;
+  RealFileReader reader;
+  std::string big(40000, 'x');
+  big[39999] = '\0';
+  std::string path = dir.write("big", big);
+  CHECK(reader.read(path) == big);
+  CHECK(reader.read(dir.write("empty", "")).empty());
+  CHECK_THROWS_WITH(reader.read(path, 39999), Catch::Contains(path) && Catch::Contains("larger than 39999 bytes"));
+}
+
+TEST_CASE("RealFileReader reports missing files and directories", "[util]") {
+  TempDir dir;
+  RealFileReader reader;
+  try {
+    reader.read(dir.path + "/missing");
+    FAIL("no error");
+  } catch (const cni::CniError& e) {
+    CHECK(e.code() == static_cast<unsigned>(cni::ErrorCode::Io));
+    CHECK(e.msg() == "cannot read " + dir.path + "/missing: No such file or directory");
+  }
+  CHECK_THROWS_WITH(reader.read(dir.path), Catch::Contains("not a regular file"));
+}
+
+TEST_CASE("FakeFileReader serves added files and records reads", "[util]") {
+  FakeFileReader files;
+  files.add("/a", "alpha");
+  CHECK(files.read("/a") == "alpha");
+  CHECK_THROWS_WITH(files.read("/b"), "cannot read /b: No such file or directory");
+  CHECK_THROWS_WITH(files.read("/a", 3), Catch::Contains("larger than 3 bytes"));
+  files.remove("/a");
+  CHECK_THROWS_AS(files.read("/a"), cni::CniError);
+  CHECK(files.reads() == std::vector<std::string>{"/a", "/b", "/a", "/a"});
+}
