@@ -41,14 +41,15 @@ void install_signal_handlers() {
   sigaction(SIGINT, &sa, nullptr);
 }
 
-// Sleeps `ms`, waking early when a stop signal arrived.
+// Sleeps `ms`, waking early (within 50 ms) when a stop signal arrived.
 void interruptible_sleep(int ms) {
-  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-  while (!g_stop && std::chrono::steady_clock::now() < end)
-    std::this_thread::sleep_for(std::min(std::chrono::milliseconds(50),
-                                         std::chrono::duration_cast<std::chrono::milliseconds>(
-                                             end - std::chrono::steady_clock::now()) +
-                                             std::chrono::milliseconds(1)));
+  using namespace std::chrono;
+  auto end = steady_clock::now() + milliseconds(ms);
+  while (!g_stop) {
+    auto left = duration_cast<milliseconds>(end - steady_clock::now());
+    if (left <= milliseconds(0)) return;
+    std::this_thread::sleep_for(std::min(left, milliseconds(50)));
+  }
 }
 
 constexpr std::size_t kMaxConfigBytes = 1u << 20;

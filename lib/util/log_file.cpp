@@ -21,8 +21,6 @@
 #include <zlib.h>
 #endif
 
-extern char** environ;
-
 namespace manifold::util {
 
 namespace fs = std::filesystem;
@@ -214,8 +212,11 @@ class GzipProcessCompressor final : public Compressor {
     posix_spawn_file_actions_adddup2(&actions, out.get(), STDOUT_FILENO);
     std::string a0 = gzip, a1 = "-c", a2 = "-n";
     char* argv[] = {a0.data(), a1.data(), a2.data(), nullptr};
+    // A minimal environment: gzip honours a GZIP variable with options, which must not leak in.
+    std::string path_var = "PATH=/usr/bin:/bin";
+    char* envp[] = {path_var.data(), nullptr};
     pid_t pid = -1;
-    int rc = ::posix_spawn(&pid, gzip.c_str(), &actions, nullptr, argv, environ);
+    int rc = ::posix_spawn(&pid, gzip.c_str(), &actions, nullptr, argv, envp);
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) throw std::runtime_error("cannot run " + gzip + ": " + std::strerror(rc));
     int status = 0;

@@ -113,11 +113,12 @@ std::vector<std::string> list_log_backups(const std::string& path);
 /// cannot be opened, in which case the logger keeps writing to stderr.
 std::unique_ptr<LogSink> open_log_file(const std::string& path, const RotationPolicy& policy = RotationPolicy{});
 
-/// True when a JSON key names a secret: token, password/passwd, secret, credential(s), private or
-/// API keys, authorization/bearer, any key that is or ends in "key" (client-key, psk-like keys),
-/// and any key ending in "data" (client-key-data, certificate-authority-data, kubeconfig data).
-/// Case-insensitive; '-' and '_' are ignored. Keys ending in "file" or "path" (tokenFile,
-/// client-key-file) name files, not secrets, and are kept.
+/// True when a JSON key names a secret: any key containing token, password/passwd, secret,
+/// credential, privatekey, apikey, authorization, bearer, passphrase or cookie; any key that is or
+/// ends in "key"/"keys" (client-key, sharedKeys); and any key ending in "data" (client-key-data,
+/// certificate-authority-data, kubeconfig data). Case-insensitive; '-' and '_' are ignored. Keys
+/// ending in "file", "files", "path" or "dir" (tokenFile, client-key-file) name files, not
+/// secrets, and are kept, as is "metadata".
 bool is_secret_key(std::string_view key);
 
 /// A copy of `value` with the value of every secret key, at any depth, replaced by "<redacted>".
