@@ -7,6 +7,7 @@
 
 #include "cni/config_validate.h"
 #include "cni/error.h"
+#include "firewall/mesh_config.h"
 #include "k8s/manifest_validate.h"
 #include "util/atomic_file.h"
 
@@ -31,6 +32,31 @@ bool looks_like_manifest(const std::string& file, const std::string& text) {
   return j.is_array() || (j.is_object() && j.contains("apiVersion") && j.contains("kind"));
 }
 
+// Checks the scoping objects: `mesh` with the firewall module's own parser, one key at a time so that
+// every bad key is reported at its path, then as a whole. `sourceRouting` is only shape-checked by
+// the config walker (it must be an object).
+void check_scoping(std::string_view key, const Json& value, const std::string& path, cni::Problems& out) {
+  if (key != "mesh") return;
+  bool bad = false;
+  for (auto it = value.begin(); it != value.end(); ++it) {
+    try {
+      (void)firewall::parse_mesh_config(Json{{it.key(), it.value()}});
+    } catch (const cni::CniError& e) {
+      std::string msg = e.msg();
+      std::string prefix = "invalid mesh." + it.key() + ": ";
+      if (msg.rfind(prefix, 0) == 0) msg = msg.substr(prefix.size());
+      out.push_back({cni::json_path_key(path, it.key()), msg, false});
+      bad = true;
+    }
+  }
+  if (bad) return;
+  try {
+    (void)firewall::parse_mesh_config(value);
+  } catch (const cni::CniError& e) {
+    out.push_back({path, e.msg(), false});
+  }
+}
+
 // Prints one set of findings; returns true when it holds errors.
 bool report(const std::string& where, const cni::Problems& problems, bool quiet) {
   bool errors = cni::has_errors(problems);
@@ -47,7 +73,7 @@ int run_validate(const ValidateOptions& options) {
     std::cerr << "manifold validate: give at least one config file or --nad file\n";
     return 2;
   }
-  cni::ScopingChecker checker = nullptr;
+  cni::ScopingChecker checker = check_scoping;
   bool invalid = false;
   bool unreadable = false;
   auto run = [&](const std::string& file, bool nads_only) {

@@ -121,6 +121,25 @@ metadata:
         self.assertEqual(r.returncode, 1)
         self.assertIn('$.kind: must be "NetworkAttachmentDefinition" (got "Pod")', r.stdout)
 
+    def test_mesh_keys_are_checked_one_by_one(self):
+        nad = self.file("mesh.yaml", """apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata:
+  name: data
+spec:
+  config: '{"cniVersion":"1.0.0","name":"data","type":"macvlan","mesh":{"enabled":true,"inboundPort":70000,"proxyUID":"root","colour":"red"}}'
+""")
+        r = self.validate(nad)
+        self.assertEqual(r.returncode, 1)
+        paths = [line.split(": ")[1] for line in r.stdout.splitlines()]
+        self.assertEqual(paths, ["$.spec.config.mesh.inboundPort", "$.spec.config.mesh.proxyUID",
+                                 "$.spec.config.mesh.colour"])
+        conf = self.file("meta.conf", {"cniVersion": "1.0.0", "type": "manifold", "mesh": {"lockWaitSeconds": 0},
+                                       "delegates": [{"name": "n", "type": "bridge"}]})
+        r = self.validate(conf)
+        self.assertEqual(r.returncode, 1)
+        self.assertTrue(r.stdout.startswith(conf + ": $.mesh.lockWaitSeconds: "), r.stdout)
+
     def test_quiet_and_usage_errors(self):
         good = self.file("good.conf", {"cniVersion": "1.0.0", "type": "manifold",
                                        "delegates": [{"name": "n", "type": "bridge"}]})
