@@ -18,6 +18,7 @@
 #include "exec/plugin_finder.h"
 #include "exec/plugin_invoker.h"
 #include "plugin/attachments.h"
+#include "netlink/real_net_ops.h"
 #include "plugin/logging.h"
 #include "util/ip.h"
 #include "util/log.h"
@@ -37,6 +38,7 @@ struct Session {
   std::unique_ptr<store::Cache> cache;
   std::unique_ptr<exec::PluginInvoker> invoker;
   std::unique_ptr<exec::DelegateRunner> runner;
+  std::vector<std::string> search_dirs;
 };
 
 Session open_session(const Services& s, const cni::Invocation& inv) {
@@ -46,6 +48,7 @@ Session open_session(const Services& s, const cni::Invocation& inv) {
   std::vector<std::string> dirs;
   if (!session.config.bin_dir.empty()) dirs.push_back(session.config.bin_dir);
   for (auto& d : exec::split_cni_path(inv.path)) dirs.push_back(std::move(d));
+  session.search_dirs = dirs;
   session.cache = s.open_cache(session.config.cni_dir);
   session.invoker = std::make_unique<exec::PluginInvoker>(
       *s.runner, dirs, std::chrono::seconds(session.config.delegate_timeout_s), s.environment);
@@ -70,6 +73,18 @@ void wait_for_readiness(const Services& s, const cni::MetaConfig& c, bool wait) 
                  "readinessindicatorfile @ " + file + " after " + std::to_string(c.readiness_timeout_s) + "s");
 }
 
+// Finds every plugin binary of every attachment before anything runs, so a bad `type` or a missing
+// binary fails the ADD with nothing created.
+void preflight_plugins(const Session& s, const std::vector<Attachment>& attachments) {
+  for (const auto& a : attachments) {
+    if (cni::is_conflist(a.delegate)) {
+      for (const auto& p : a.delegate["plugins"]) exec::find_plugin(p["type"].get<std::string>(), s.search_dirs);
+    } else {
+      exec::find_plugin(a.delegate["type"].get<std::string>(), s.search_dirs);
+    }
+  }
+}
+
 std::string attachment_cni_args(const cni::Invocation& inv, const Attachment& a) {
   return cni::delegate_cni_args(inv.args, a.extra_args);
 }
@@ -85,9 +100,12 @@ exec::DelegateTarget target_for(const cni::Invocation& inv, const std::string& n
   return t;
 }
 
+// Marks a rebuilt record whose delegates must be DELeted without a namespace.
+const std::string kNoNetns = "-";
+
 // The netns path delegates get on DEL: empty when it no longer exists (spec: do what cleanup you can).
 std::string del_netns(const std::string& netns) {
-  if (netns.empty()) return netns;
+  if (netns.empty() || netns == kNoNetns) return std::string();
   std::error_code ec;
   return std::filesystem::exists(netns, ec) ? netns : std::string();
 }
@@ -98,7 +116,7 @@ std::vector<store::AttachmentRecord> del_all(exec::DelegateRunner& runner, const
                                              const store::ContainerRecord& record,
                                              std::optional<CniError>& first_error) {
   std::vector<store::AttachmentRecord> failed;
-  std::string netns = del_netns(record.netns.empty() ? inv.netns : record.netns);
+  std::string netns = del_netns(record.netns);
   for (size_t i = record.attachments.size(); i-- > 0;) {
     const auto& a = record.attachments[i];
     try {
@@ -113,11 +131,16 @@ std::vector<store::AttachmentRecord> del_all(exec::DelegateRunner& runner, const
   return failed;
 }
 
-// Undoes a partial ADD: DEL of every recorded attachment in reverse; the cache entry goes away when
-// all DELs succeeded and keeps the failed ones otherwise, for the runtime's DEL to retry.
-void roll_back(Session& s, const cni::Invocation& inv, store::ContainerRecord& record) {
+// Undoes a partial ADD: DEL of every recorded attachment in reverse. The last one is the delegate
+// whose ADD failed; its DEL is attempted but a failure there is only logged (a plugin cleans up after
+// its own failed ADD). The cache entry goes away unless the DEL of an attachment that *had* been
+// added failed; those stay recorded for the runtime's DEL to retry.
+void roll_back(Session& s, const cni::Invocation& inv, store::ContainerRecord& record, bool last_failed) {
   std::optional<CniError> error;
   auto failed = del_all(*s.runner, inv, record, error);
+  if (last_failed && !failed.empty() && !record.attachments.empty() &&
+      failed.back().ifname == record.attachments.back().ifname)
+    failed.pop_back();
   if (failed.empty()) {
     s.cache->remove(inv.container_id);
     return;
@@ -184,6 +207,7 @@ std::string Commands::add(const cni::Invocation& inv) {
   Session s = open_session(services_, inv);
   wait_for_readiness(services_, s.config, true);
   auto attachments = resolve_static_attachments(s.config, inv);
+  preflight_plugins(s, attachments);
   auto lock = s.cache->lock(inv.container_id);
   auto netns = services_.open_netns(inv.netns);
 
@@ -221,10 +245,10 @@ std::string Commands::add(const cni::Invocation& inv) {
     return render_result(record, inv, s.config.return_all_results);
   } catch (const CniError& e) {
     util::log_error("ADD failed, rolling back ", record.attachments.size(), " attachment(s): ", e.msg());
-    roll_back(s, inv, record);
+    roll_back(s, inv, record, !record.attachments.empty() && record.attachments.back().result.empty());
     throw;
   } catch (...) {
-    roll_back(s, inv, record);
+    roll_back(s, inv, record, !record.attachments.empty() && record.attachments.back().result.empty());
     throw;
   }
 }
@@ -240,11 +264,14 @@ std::string Commands::del(const cni::Invocation& inv) {
     util::log_error("cache entry of container ", inv.container_id, " is unreadable (", e.msg(),
                     "); deleting the configured networks best-effort");
   }
+  bool rebuilt = !record;
   if (!record) {
     // No usable cache: DEL what the config says would have been attached, so IPs are not leaked.
+    // Without a record nothing proves the interfaces in the namespace are ours, so the delegates
+    // get no CNI_NETNS: they release their IPAM and leave every link alone.
     record.emplace();
     record->container_id = inv.container_id;
-    record->netns = inv.netns;
+    record->netns = kNoNetns;
     try {
       for (const auto& a : resolve_static_attachments(s.config, inv)) {
         store::AttachmentRecord rec;
@@ -260,6 +287,12 @@ std::string Commands::del(const cni::Invocation& inv) {
   }
   std::optional<CniError> error;
   auto failed = del_all(*s.runner, inv, *record, error);
+  if (rebuilt) {
+    // Best effort: nothing proves these delegates were ever added, so their errors are only logged.
+    if (error) util::log_error("best-effort DEL without a cache entry: ", error->msg());
+    s.cache->remove(inv.container_id);
+    return "";
+  }
   if (failed.empty() || !s.config.retry_delete_on_error) {
     s.cache->remove(inv.container_id);
   } else {
