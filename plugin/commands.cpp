@@ -17,7 +17,16 @@
 #include "exec/delegate_runner.h"
 #include "exec/plugin_finder.h"
 #include "exec/plugin_invoker.h"
+#include "k8s/beast_transport.h"
+#include "k8s/device_checkpoint.h"
+#include "k8s/isolation.h"
+#include "k8s/network_status.h"
+#include "util/env.h"
 #include "plugin/attachments.h"
+#include "netlink/real_net_ops.h"
+#include "plugin/kube.h"
+#include "plugin/kube_attachments.h"
+#include "plugin/kube_status.h"
 #include "plugin/logging.h"
 #include "util/ip.h"
 #include "util/log.h"
@@ -37,6 +46,7 @@ struct Session {
   std::unique_ptr<store::Cache> cache;
   std::unique_ptr<exec::PluginInvoker> invoker;
   std::unique_ptr<exec::DelegateRunner> runner;
+  std::vector<std::string> search_dirs;
 };
 
 Session open_session(const Services& s, const cni::Invocation& inv) {
@@ -46,6 +56,7 @@ Session open_session(const Services& s, const cni::Invocation& inv) {
   std::vector<std::string> dirs;
   if (!session.config.bin_dir.empty()) dirs.push_back(session.config.bin_dir);
   for (auto& d : exec::split_cni_path(inv.path)) dirs.push_back(std::move(d));
+  session.search_dirs = dirs;
   session.cache = s.open_cache(session.config.cni_dir);
   session.invoker = std::make_unique<exec::PluginInvoker>(
       *s.runner, dirs, std::chrono::seconds(session.config.delegate_timeout_s), s.environment);
@@ -70,6 +81,49 @@ void wait_for_readiness(const Services& s, const cni::MetaConfig& c, bool wait) 
                  "readinessindicatorfile @ " + file + " after " + std::to_string(c.readiness_timeout_s) + "s");
 }
 
+// Finds every plugin binary of every attachment before anything runs, so a bad `type` or a missing
+// binary fails the ADD with nothing created.
+void preflight_plugins(const Session& s, const std::vector<Attachment>& attachments) {
+  for (const auto& a : attachments) {
+    if (cni::is_conflist(a.delegate)) {
+      for (const auto& p : a.delegate["plugins"]) exec::find_plugin(p["type"].get<std::string>(), s.search_dirs);
+    } else {
+      exec::find_plugin(a.delegate["type"].get<std::string>(), s.search_dirs);
+    }
+  }
+}
+
+// The pod of this invocation, when Kubernetes is configured and CNI_ARGS names one.
+std::optional<Json> lookup_pod(KubeAccess& kube, const cni::Invocation& inv) {
+  auto ref = cni::pod_ref_from(inv.args);
+  if (!kube.configured() || !ref.known()) return std::nullopt;
+  return fetch_pod(kube, ref);
+}
+
+// Reads the kubelet's device checkpoint for the pod (only when a NAD asks for a resource).
+k8s::DeviceAllocator device_allocator(const Services& services, const cni::MetaConfig& config, const Json& pod) {
+  std::string uid;
+  if (pod.contains("metadata") && pod["metadata"].is_object() && pod["metadata"].value("uid", Json()).is_string())
+    uid = pod["metadata"]["uid"].get<std::string>();
+  return k8s::DeviceAllocator([&services, path = config.kubelet_checkpoint_file, uid] {
+    try {
+      Json j = Json::parse(services.files->read(path, 16u << 20), nullptr, false);
+      return k8s::pod_devices(j, uid);
+    } catch (const CniError& e) {
+      util::log_verbose("no kubelet device checkpoint: ", e.msg());
+      return k8s::DeviceAllocator::Table{};
+    }
+  });
+}
+
+// Every attachment of this invocation: from the pod and its NADs when there is one, else static.
+std::vector<Attachment> resolve_attachments(const Services& services, Session& s, KubeAccess& kube,
+                                            const cni::Invocation& inv, const std::optional<Json>& pod) {
+  if (!pod) return resolve_static_attachments(s.config, inv);
+  auto devices = device_allocator(services, s.config, *pod);
+  return resolve_pod_attachments(s.config, inv, kube, *pod, devices);
+}
+
 std::string attachment_cni_args(const cni::Invocation& inv, const Attachment& a) {
   return cni::delegate_cni_args(inv.args, a.extra_args);
 }
@@ -85,9 +139,12 @@ exec::DelegateTarget target_for(const cni::Invocation& inv, const std::string& n
   return t;
 }
 
+// Marks a rebuilt record whose delegates must be DELeted without a namespace.
+const std::string kNoNetns = "-";
+
 // The netns path delegates get on DEL: empty when it no longer exists (spec: do what cleanup you can).
 std::string del_netns(const std::string& netns) {
-  if (netns.empty()) return netns;
+  if (netns.empty() || netns == kNoNetns) return std::string();
   std::error_code ec;
   return std::filesystem::exists(netns, ec) ? netns : std::string();
 }
@@ -98,7 +155,7 @@ std::vector<store::AttachmentRecord> del_all(exec::DelegateRunner& runner, const
                                              const store::ContainerRecord& record,
                                              std::optional<CniError>& first_error) {
   std::vector<store::AttachmentRecord> failed;
-  std::string netns = del_netns(record.netns.empty() ? inv.netns : record.netns);
+  std::string netns = del_netns(record.netns);
   for (size_t i = record.attachments.size(); i-- > 0;) {
     const auto& a = record.attachments[i];
     try {
@@ -113,11 +170,16 @@ std::vector<store::AttachmentRecord> del_all(exec::DelegateRunner& runner, const
   return failed;
 }
 
-// Undoes a partial ADD: DEL of every recorded attachment in reverse; the cache entry goes away when
-// all DELs succeeded and keeps the failed ones otherwise, for the runtime's DEL to retry.
-void roll_back(Session& s, const cni::Invocation& inv, store::ContainerRecord& record) {
+// Undoes a partial ADD: DEL of every recorded attachment in reverse. The last one is the delegate
+// whose ADD failed; its DEL is attempted but a failure there is only logged (a plugin cleans up after
+// its own failed ADD). The cache entry goes away unless the DEL of an attachment that *had* been
+// added failed; those stay recorded for the runtime's DEL to retry.
+void roll_back(Session& s, const cni::Invocation& inv, store::ContainerRecord& record, bool last_failed) {
   std::optional<CniError> error;
   auto failed = del_all(*s.runner, inv, record, error);
+  if (last_failed && !failed.empty() && !record.attachments.empty() &&
+      failed.back().ifname == record.attachments.back().ifname)
+    failed.pop_back();
   if (failed.empty()) {
     s.cache->remove(inv.container_id);
     return;
@@ -163,6 +225,16 @@ void check_interface(netlink::NetOps& ops, const store::AttachmentRecord& a) {
   }
 }
 
+// Writes network-status (not for pods of systemNamespaces) and the AddedInterface events.
+void publish_status(KubeAccess& kube, util::FileReader& files, const cni::MetaConfig& config,
+                    const cni::Invocation& inv, const Json& pod, const store::ContainerRecord& record) {
+  auto ref = cni::pod_ref_from(inv.args);
+  auto policy = k8s::namespace_policy_from_config(config.raw);
+  if (k8s::is_system_namespace(policy, ref.namespace_)) return;
+  write_network_status(kube, ref, pod, k8s::render_network_status(status_inputs(record, files)));
+  send_added_events(kube, ref, pod, record);
+}
+
 std::set<std::pair<std::string, std::string>> parse_valid_attachments(const Json& config) {
   std::set<std::pair<std::string, std::string>> valid;
   auto it = config.find("cni.dev/valid-attachments");
@@ -183,7 +255,10 @@ std::set<std::pair<std::string, std::string>> parse_valid_attachments(const Json
 std::string Commands::add(const cni::Invocation& inv) {
   Session s = open_session(services_, inv);
   wait_for_readiness(services_, s.config, true);
-  auto attachments = resolve_static_attachments(s.config, inv);
+  KubeAccess kube(services_, s.config);
+  auto pod = lookup_pod(kube, inv);
+  auto attachments = resolve_attachments(services_, s, kube, inv, pod);
+  preflight_plugins(s, attachments);
   auto lock = s.cache->lock(inv.container_id);
   auto netns = services_.open_netns(inv.netns);
 
@@ -204,6 +279,7 @@ std::string Commands::add(const cni::Invocation& inv) {
       rec.cluster_network = a.cluster_network;
       rec.config = cni::prepare_delegate(a.delegate, a.runtime_config, s.config.cni_version).dump();
       rec.extra["cniArgs"] = attachment_cni_args(inv, a);
+      if (!a.device_info_file.empty()) rec.extra["deviceInfoFile"] = a.device_info_file;
       record.attachments.push_back(rec);
       s.cache->save(record);  // before the delegate runs, so a crash can still be cleaned up
 
@@ -218,13 +294,14 @@ std::string Commands::add(const cni::Invocation& inv) {
       }
       s.cache->save(record);
     }
+    if (pod) publish_status(kube, *services_.files, s.config, inv, *pod, record);
     return render_result(record, inv, s.config.return_all_results);
   } catch (const CniError& e) {
     util::log_error("ADD failed, rolling back ", record.attachments.size(), " attachment(s): ", e.msg());
-    roll_back(s, inv, record);
+    roll_back(s, inv, record, !record.attachments.empty() && record.attachments.back().result.empty());
     throw;
   } catch (...) {
-    roll_back(s, inv, record);
+    roll_back(s, inv, record, !record.attachments.empty() && record.attachments.back().result.empty());
     throw;
   }
 }
@@ -240,13 +317,25 @@ std::string Commands::del(const cni::Invocation& inv) {
     util::log_error("cache entry of container ", inv.container_id, " is unreadable (", e.msg(),
                     "); deleting the configured networks best-effort");
   }
+  bool rebuilt = !record;
   if (!record) {
     // No usable cache: DEL what the config says would have been attached, so IPs are not leaked.
+    // Without a record nothing proves the interfaces in the namespace are ours, so the delegates
+    // get no CNI_NETNS: they release their IPAM and leave every link alone.
     record.emplace();
     record->container_id = inv.container_id;
-    record->netns = inv.netns;
+    record->netns = kNoNetns;
     try {
-      for (const auto& a : resolve_static_attachments(s.config, inv)) {
+      std::vector<Attachment> attachments;
+      try {
+        KubeAccess kube(services_, s.config);
+        auto pod = lookup_pod(kube, inv);
+        attachments = resolve_attachments(services_, s, kube, inv, pod);
+      } catch (const CniError& e) {
+        util::log_error("cannot resolve the pod's networks for DEL (", e.msg(), "); using the configured ones");
+        attachments = resolve_static_attachments(s.config, inv);
+      }
+      for (const auto& a : attachments) {
         store::AttachmentRecord rec;
         rec.name = a.name;
         rec.ifname = a.ifname;
@@ -260,6 +349,12 @@ std::string Commands::del(const cni::Invocation& inv) {
   }
   std::optional<CniError> error;
   auto failed = del_all(*s.runner, inv, *record, error);
+  if (rebuilt) {
+    // Best effort: nothing proves these delegates were ever added, so their errors are only logged.
+    if (error) util::log_error("best-effort DEL without a cache entry: ", error->msg());
+    s.cache->remove(inv.container_id);
+    return "";
+  }
   if (failed.empty() || !s.config.retry_delete_on_error) {
     s.cache->remove(inv.container_id);
   } else {
@@ -358,6 +453,16 @@ Services real_services(exec::ProcessRunner& runner) {
     return std::make_unique<netlink::RealNetOps>(path);
   };
   s.file_exists = [](const std::string& path) { return ::access(path.c_str(), F_OK) == 0; };
+  s.files = std::make_shared<util::RealFileReader>();
+  s.find_auth = [files = s.files](const std::string& kubeconfig) {
+    util::ProcessEnv env;
+    return k8s::find_cluster_auth(kubeconfig, env, *files);
+  };
+  s.open_transport = [](const k8s::ClusterAuth& auth) -> std::unique_ptr<k8s::HttpTransport> {
+    return std::make_unique<k8s::BeastTransport>(auth);
+  };
+  s.k8s_sleeper = std::make_shared<k8s::ThreadSleeper>();
+  s.k8s_clock = std::make_shared<k8s::SteadyClock>();
   s.sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
   for (char** e = environ; e && *e; ++e) s.environment.emplace_back(*e);
   return s;

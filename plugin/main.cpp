@@ -7,6 +7,7 @@
 #include <iostream>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "cni/skel.h"
 #include "exec/process.h"
@@ -50,10 +51,20 @@ void write_stdout(const std::string& text) {
   }
 }
 
+// CNI mode: CNI_COMMAND is set, or we were started without arguments in a CNI_* environment (a
+// runtime that forgot CNI_COMMAND gets a CNI error, not a usage message).
+bool cni_mode(int argc) {
+  if (std::getenv("CNI_COMMAND") != nullptr) return true;
+  if (argc > 1) return false;
+  for (char** e = environ; e && *e; ++e)
+    if (std::string_view(*e).starts_with("CNI_")) return true;
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (std::getenv("CNI_COMMAND") == nullptr) return manifold::plugin::run_cli(argc, argv);
+  if (!cni_mode(argc)) return manifold::plugin::run_cli(argc, argv);
   auto env = environment_map();
   std::string input = read_stdin_bounded();
   manifold::exec::RealProcessRunner runner;

@@ -152,6 +152,8 @@ DispatchOutput dispatch(const std::map<std::string, std::string>& env, std::stri
   try {
     Command command;
     std::string command_text = env_or_empty(env, "CNI_COMMAND");
+    if (command_text.empty())
+      throw CniError(ErrorCode::InvalidEnv, "required env variables [CNI_COMMAND] missing");
     if (!parse_command(command_text, command))
       throw CniError(ErrorCode::InvalidEnv,
                      "unknown CNI_COMMAND \"" + command_text.substr(0, 32) + "\"");

@@ -42,7 +42,7 @@ TEST_CASE("prevResult is spliced without touching other bytes", "[cni]") {
   std::string out = with_prev_result(cached, R"({"cniVersion":"1.0.0","ips":[]})");
   CHECK(out == "{\"cniVersion\": \"1.0.0\",  \"type\":\"bridge\", \"x\":1.50,\"prevResult\":{\"cniVersion\":\"1.0.0\",\"ips\":[]}}\n");
   CHECK(Json::parse(out)["prevResult"]["ips"].is_array());
-  CHECK(with_prev_result("{ }", "{}") == "{\"prevResult\":{}}");
+  CHECK(with_prev_result("{ }", "{}") == "{ \"prevResult\":{}}");
   std::string replaced = with_prev_result(R"({"type":"a","prevResult":{"old":1}})", R"({"new":2})");
   CHECK(Json::parse(replaced)["prevResult"] == Json::parse(R"({"new":2})"));
   CHECK_THROWS_AS(with_prev_result("[1]", "{}"), CniError);
