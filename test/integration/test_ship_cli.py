@@ -70,7 +70,7 @@ class CliAfterAddTest(ManifoldTestCase):
 
         r = self.cli("gc", "--dry-run", "--cni-dir", self.tree.cni_dir)
         self.assertIn("would remove " + CONTAINER, r.stdout)
-        self.assertEqual(len(self.tree.records()), 2)
+        self.assertEqual(len(self.tree.cache_files()), 2)
 
         r = self.cli("gc", "--cni-dir", self.tree.cni_dir)
         self.assertIn("removed " + CONTAINER, r.stdout)
@@ -112,6 +112,7 @@ class CliAfterAddTest(ManifoldTestCase):
         with open(self.tree.log_file) as f:
             log = f.read()
         self.assertIn("[debug]", log)
+        self.assertIn("<redacted>", log)  # the delegate's config is shown, with its secrets redacted
         self.assertNotIn(TOKEN, log)
 
 
