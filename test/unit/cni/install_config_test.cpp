@@ -4,11 +4,15 @@
 // references the token file and CA file and never contains a token.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <yaml-cpp/yaml.h>
 
 #include "cni/config_validate.h"
 #include "cni/error.h"
 #include "cni/install_config.h"
+#include "k8s/kubeconfig.h"
+#include "util/file_reader.h"
 
 using namespace manifold;
 using namespace manifold::cni;
@@ -161,6 +165,24 @@ TEST_CASE("the kubeconfig references the token file and CA file", "[cni]") {
   k.token_file = "/t";
   k.server = "http://10.0.0.1:80";
   CHECK_THROWS_AS(render_kubeconfig(k), CniError);
+}
+
+TEST_CASE("the generated kubeconfig is what manifold's own loader reads", "[cni]") {
+  KubeconfigSettings k;
+  k.server = api_server_url("fd00::1", "6443");
+  k.ca_file = "/etc/cni/net.d/manifold.d/ca.crt";
+  k.token_file = "/etc/cni/net.d/manifold.d/token";
+  util::FakeFileReader files;
+  files.add("/etc/cni/net.d/manifold.d/manifold.kubeconfig", render_kubeconfig(k));
+  files.add(k.ca_file, "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
+  auto auth = k8s::load_kubeconfig("/etc/cni/net.d/manifold.d/manifold.kubeconfig", files);
+  CHECK(auth.server == "https://[fd00::1]:6443");
+  CHECK(auth.token_file == k.token_file);
+  CHECK(auth.token.empty());
+  CHECK(auth.ca_pem.find("BEGIN CERTIFICATE") != std::string::npos);
+  CHECK_FALSE(auth.insecure_skip_tls_verify);
+  // The token file is not read while loading: it is read on every API call.
+  CHECK(std::find(files.reads().begin(), files.reads().end(), k.token_file) == files.reads().end());
 }
 
 TEST_CASE("API server URLs from the service environment", "[cni]") {
