@@ -29,6 +29,7 @@
 #include "plugin/kube_status.h"
 #include "plugin/logging.h"
 #include "util/ip.h"
+#include "util/log_file.h"
 #include "util/log.h"
 
 extern char** environ;
@@ -284,6 +285,8 @@ std::string Commands::add(const cni::Invocation& inv) {
       s.cache->save(record);  // before the delegate runs, so a crash can still be cleaned up
 
       util::log_verbose("ADD network \"", a.name, "\" as ", a.ifname);
+      if (util::Logger::instance().enabled(util::LogLevel::Debug))
+        util::log_debug("delegate config of \"", a.name, "\": ", util::redacted_dump(Json::parse(rec.config)));
       std::string result = s.runner->add(rec.config, target_for(inv, inv.netns, rec));
       record.attachments.back().result = result;
       try {

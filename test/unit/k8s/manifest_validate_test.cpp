@@ -97,7 +97,7 @@ spec: {}
   CHECK(reports[3].problems.size() == 1);
 }
 
-TEST_CASE("--nad rejects other kinds", "[k8s]") {
+TEST_CASE("validate --nad rejects other kinds", "[k8s]") {
   auto reports = validate_manifest_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n", true);
   REQUIRE(reports.size() == 1);
   CHECK(errors_of(reports[0].problems) ==
