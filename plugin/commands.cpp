@@ -17,8 +17,16 @@
 #include "exec/delegate_runner.h"
 #include "exec/plugin_finder.h"
 #include "exec/plugin_invoker.h"
+#include "k8s/beast_transport.h"
+#include "k8s/device_checkpoint.h"
+#include "k8s/isolation.h"
+#include "k8s/network_status.h"
+#include "util/env.h"
 #include "plugin/attachments.h"
 #include "netlink/real_net_ops.h"
+#include "plugin/kube.h"
+#include "plugin/kube_attachments.h"
+#include "plugin/kube_status.h"
 #include "plugin/logging.h"
 #include "util/ip.h"
 #include "util/log.h"
@@ -83,6 +91,37 @@ void preflight_plugins(const Session& s, const std::vector<Attachment>& attachme
       exec::find_plugin(a.delegate["type"].get<std::string>(), s.search_dirs);
     }
   }
+}
+
+// The pod of this invocation, when Kubernetes is configured and CNI_ARGS names one.
+std::optional<Json> lookup_pod(KubeAccess& kube, const cni::Invocation& inv) {
+  auto ref = cni::pod_ref_from(inv.args);
+  if (!kube.configured() || !ref.known()) return std::nullopt;
+  return fetch_pod(kube, ref);
+}
+
+// Reads the kubelet's device checkpoint for the pod (only when a NAD asks for a resource).
+k8s::DeviceAllocator device_allocator(const Services& services, const cni::MetaConfig& config, const Json& pod) {
+  std::string uid;
+  if (pod.contains("metadata") && pod["metadata"].is_object() && pod["metadata"].value("uid", Json()).is_string())
+    uid = pod["metadata"]["uid"].get<std::string>();
+  return k8s::DeviceAllocator([&services, path = config.kubelet_checkpoint_file, uid] {
+    try {
+      Json j = Json::parse(services.files->read(path, 16u << 20), nullptr, false);
+      return k8s::pod_devices(j, uid);
+    } catch (const CniError& e) {
+      util::log_verbose("no kubelet device checkpoint: ", e.msg());
+      return k8s::DeviceAllocator::Table{};
+    }
+  });
+}
+
+// Every attachment of this invocation: from the pod and its NADs when there is one, else static.
+std::vector<Attachment> resolve_attachments(const Services& services, Session& s, KubeAccess& kube,
+                                            const cni::Invocation& inv, const std::optional<Json>& pod) {
+  if (!pod) return resolve_static_attachments(s.config, inv);
+  auto devices = device_allocator(services, s.config, *pod);
+  return resolve_pod_attachments(s.config, inv, kube, *pod, devices);
 }
 
 std::string attachment_cni_args(const cni::Invocation& inv, const Attachment& a) {
@@ -186,6 +225,16 @@ void check_interface(netlink::NetOps& ops, const store::AttachmentRecord& a) {
   }
 }
 
+// Writes network-status (not for pods of systemNamespaces) and the AddedInterface events.
+void publish_status(KubeAccess& kube, util::FileReader& files, const cni::MetaConfig& config,
+                    const cni::Invocation& inv, const Json& pod, const store::ContainerRecord& record) {
+  auto ref = cni::pod_ref_from(inv.args);
+  auto policy = k8s::namespace_policy_from_config(config.raw);
+  if (k8s::is_system_namespace(policy, ref.namespace_)) return;
+  write_network_status(kube, ref, pod, k8s::render_network_status(status_inputs(record, files)));
+  send_added_events(kube, ref, pod, record);
+}
+
 std::set<std::pair<std::string, std::string>> parse_valid_attachments(const Json& config) {
   std::set<std::pair<std::string, std::string>> valid;
   auto it = config.find("cni.dev/valid-attachments");
@@ -206,7 +255,9 @@ std::set<std::pair<std::string, std::string>> parse_valid_attachments(const Json
 std::string Commands::add(const cni::Invocation& inv) {
   Session s = open_session(services_, inv);
   wait_for_readiness(services_, s.config, true);
-  auto attachments = resolve_static_attachments(s.config, inv);
+  KubeAccess kube(services_, s.config);
+  auto pod = lookup_pod(kube, inv);
+  auto attachments = resolve_attachments(services_, s, kube, inv, pod);
   preflight_plugins(s, attachments);
   auto lock = s.cache->lock(inv.container_id);
   auto netns = services_.open_netns(inv.netns);
@@ -228,6 +279,7 @@ std::string Commands::add(const cni::Invocation& inv) {
       rec.cluster_network = a.cluster_network;
       rec.config = cni::prepare_delegate(a.delegate, a.runtime_config, s.config.cni_version).dump();
       rec.extra["cniArgs"] = attachment_cni_args(inv, a);
+      if (!a.device_info_file.empty()) rec.extra["deviceInfoFile"] = a.device_info_file;
       record.attachments.push_back(rec);
       s.cache->save(record);  // before the delegate runs, so a crash can still be cleaned up
 
@@ -242,6 +294,7 @@ std::string Commands::add(const cni::Invocation& inv) {
       }
       s.cache->save(record);
     }
+    if (pod) publish_status(kube, *services_.files, s.config, inv, *pod, record);
     return render_result(record, inv, s.config.return_all_results);
   } catch (const CniError& e) {
     util::log_error("ADD failed, rolling back ", record.attachments.size(), " attachment(s): ", e.msg());
@@ -273,7 +326,16 @@ std::string Commands::del(const cni::Invocation& inv) {
     record->container_id = inv.container_id;
     record->netns = kNoNetns;
     try {
-      for (const auto& a : resolve_static_attachments(s.config, inv)) {
+      std::vector<Attachment> attachments;
+      try {
+        KubeAccess kube(services_, s.config);
+        auto pod = lookup_pod(kube, inv);
+        attachments = resolve_attachments(services_, s, kube, inv, pod);
+      } catch (const CniError& e) {
+        util::log_error("cannot resolve the pod's networks for DEL (", e.msg(), "); using the configured ones");
+        attachments = resolve_static_attachments(s.config, inv);
+      }
+      for (const auto& a : attachments) {
         store::AttachmentRecord rec;
         rec.name = a.name;
         rec.ifname = a.ifname;
@@ -391,6 +453,16 @@ Services real_services(exec::ProcessRunner& runner) {
     return std::make_unique<netlink::RealNetOps>(path);
   };
   s.file_exists = [](const std::string& path) { return ::access(path.c_str(), F_OK) == 0; };
+  s.files = std::make_shared<util::RealFileReader>();
+  s.find_auth = [files = s.files](const std::string& kubeconfig) {
+    util::ProcessEnv env;
+    return k8s::find_cluster_auth(kubeconfig, env, *files);
+  };
+  s.open_transport = [](const k8s::ClusterAuth& auth) -> std::unique_ptr<k8s::HttpTransport> {
+    return std::make_unique<k8s::BeastTransport>(auth);
+  };
+  s.k8s_sleeper = std::make_shared<k8s::ThreadSleeper>();
+  s.k8s_clock = std::make_shared<k8s::SteadyClock>();
   s.sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
   for (char** e = environ; e && *e; ++e) s.environment.emplace_back(*e);
   return s;

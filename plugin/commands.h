@@ -12,8 +12,12 @@
 
 #include "cni/skel.h"
 #include "exec/process.h"
+#include "k8s/http.h"
+#include "k8s/kubeconfig.h"
+#include "k8s/retry.h"
 #include "netlink/net_ops.h"
 #include "store/cache.h"
+#include "util/file_reader.h"
 
 namespace manifold::plugin {
 
@@ -29,6 +33,16 @@ struct Services {
   std::function<bool(const std::string& path)> file_exists;
   /// Sleeps (readiness polling).
   std::function<void(std::chrono::milliseconds)> sleep;
+  /// Finds Kubernetes credentials: the kubeconfig path (may be ""), else in-cluster; nullopt = none.
+  std::function<std::optional<k8s::ClusterAuth>(const std::string& kubeconfig)> find_auth;
+  /// Opens the HTTPS transport to the API server (no I/O until the first request).
+  std::function<std::unique_ptr<k8s::HttpTransport>(const k8s::ClusterAuth&)> open_transport;
+  /// Sleeps between API retries.
+  std::shared_ptr<k8s::Sleeper> k8s_sleeper;
+  /// Measures API deadlines.
+  std::shared_ptr<k8s::Clock> k8s_clock;
+  /// Reads small files (kubelet checkpoint, device info).
+  std::shared_ptr<util::FileReader> files;
   /// manifold's own environment ("K=V"), the base of every delegate's environment.
   std::vector<std::string> environment;
 };

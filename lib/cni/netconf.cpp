@@ -140,6 +140,15 @@ MetaConfig parse_meta_config(const Json& c) {
   read_object(c, "runtimeConfig", m.runtime_config);
   read_bool(c, "returnAllResults", m.return_all_results);
   read_int(c, "delegateTimeout", 1, 3600, m.delegate_timeout_s);
+  if (auto it = c.find("apiTimeouts"); it != c.end() && !it->is_null()) {
+    if (!it->is_object()) wrong_type("apiTimeouts", "an object");
+    read_int(*it, "apiTimeouts.request", it->value("request", Json()), 10, 600000, m.api_request_timeout_ms);
+    read_int(*it, "apiTimeouts.call", it->value("call", Json()), 10, 600000, m.api_call_deadline_ms);
+    read_int(*it, "apiTimeouts.total", it->value("total", Json()), 10, 3600000, m.api_lookup_deadline_ms);
+    read_int(*it, "apiTimeouts.attempts", it->value("attempts", Json()), 1, 100, m.api_attempts);
+  }
+  read_string(c, "kubeletCheckpointFile", m.kubelet_checkpoint_file);
+  read_string(c, "deviceInfoDir", m.device_info_dir);
   for (const char* key : {"sourceRouting", "mesh"}) {
     auto it = c.find(key);
     if (it == c.end() || it->is_null()) continue;

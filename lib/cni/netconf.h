@@ -50,6 +50,13 @@ struct MetaConfig {
   Json runtime_config = Json::object();     ///< runtimeConfig (from the runtime)
   bool return_all_results = false;          ///< returnAllResults (ours)
   int delegate_timeout_s = 60;              ///< delegateTimeout (ours): seconds per delegate call
+  int api_request_timeout_ms = 3000;        ///< apiTimeouts.request (ours): bound of one API request
+  int api_call_deadline_ms = 10000;         ///< apiTimeouts.call (ours): bound of one call with retries
+  int api_lookup_deadline_ms = 30000;       ///< apiTimeouts.total (ours): bound of all calls of one verb
+  int api_attempts = 5;                     ///< apiTimeouts.attempts (ours): tries per call
+  std::string kubelet_checkpoint_file = "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint";
+                                            ///< kubeletCheckpointFile (ours): device allocations
+  std::string device_info_dir = "/var/run/k8s.cni.cncf.io/devinfo";  ///< deviceInfoDir (ours)
   Json scoping = Json::object();            ///< sourceRouting/mesh defaults, validated elsewhere
   Json raw;                                 ///< the whole config as given
 };

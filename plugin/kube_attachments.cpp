@@ -1,0 +1,222 @@
+// Implementation of Kubernetes attachment resolution: pod check, NAD fetch and conversion, the
+// default-network override, defaultNetworks, the networks annotation and namespace isolation.
+#include "plugin/kube_attachments.h"
+
+#include <map>
+
+#include "cni/conf_files.h"
+#include "cni/error.h"
+#include "k8s/isolation.h"
+#include "k8s/nad_config.h"
+#include "k8s/selection.h"
+#include "util/log.h"
+
+namespace manifold::plugin {
+
+namespace {
+
+using cni::CniError;
+using cni::ErrorCode;
+
+/// Fetches NADs once each and turns them into delegate configs.
+class NadResolver {
+ public:
+  NadResolver(KubeAccess& kube, const cni::MetaConfig& config) : kube_(kube), config_(config) {}
+
+  /// The NAD `ns/name`: nullopt when it does not exist (only when `allow_missing`).
+  std::optional<Json> fetch(const std::string& ns, const std::string& name, bool allow_missing) {
+    std::string key = ns + "/" + name;
+    auto it = cache_.find(key);
+    if (it == cache_.end()) {
+      try {
+        it = cache_.emplace(key, kube_.get_nad(ns, name)).first;
+      } catch (const k8s::ApiError& e) {
+        if (!e.not_found()) throw;
+        if (allow_missing) return std::nullopt;
+        throw CniError(ErrorCode::NetworkNotFound, "cannot find a network-attachment-definition (" + name +
+                                                       ") in namespace (" + ns + "): " + e.msg());
+      }
+    }
+    return it->second;
+  }
+
+  /// The delegate config of a fetched NAD (an empty spec is looked up in confDir by NAD name).
+  Json delegate_of(const Json& nad, const std::string& ns, const std::string& name) {
+    auto conf = k8s::nad_delegate_config(nad);
+    if (conf) return *conf;
+    auto file = cni::find_network_by_name(config_.conf_dir, name);
+    if (!file)
+      throw CniError(ErrorCode::NetworkNotFound, "network-attachment-definition " + ns + "/" + name +
+                                                     " has no spec.config and no network named \"" + name +
+                                                     "\" exists in " + config_.conf_dir);
+    return file->config;
+  }
+
+ private:
+  KubeAccess& kube_;
+  const cni::MetaConfig& config_;
+  std::map<std::string, Json> cache_;
+};
+
+// A clusterNetwork/defaultNetworks value: a NAD in multusNamespace when it has no '/', else (or when
+// there is no such NAD) a config file, directory or name in confDir.
+Attachment resolve_named_network(const std::string& value, bool cluster, const cni::MetaConfig& config,
+                                 NadResolver& nads) {
+  Attachment a;
+  a.cluster_network = cluster;
+  a.runtime_config = config.runtime_config;
+  if (value.find('/') == std::string::npos) {
+    if (auto nad = nads.fetch(config.multus_namespace, value, true)) {
+      a.delegate = nads.delegate_of(*nad, config.multus_namespace, value);
+      a.name = config.multus_namespace + "/" + value;
+      a.from_nad = true;
+      return a;
+    }
+  }
+  a.delegate = cni::resolve_file_network(value, config.conf_dir).config;
+  a.name = cni::delegate_name(a.delegate);
+  return a;
+}
+
+std::vector<std::pair<std::string, std::string>> args_pairs(const std::string& text) {
+  return cni::CniArgs::parse(text).pairs();
+}
+
+// Applies a selection element to an attachment: ifname, cni-args, runtimeConfig overrides, IP=/MAC=.
+void apply_selection(Attachment& a, const k8s::SelectionElement& e, bool runtime_overrides) {
+  a.ifname = e.interface;
+  a.extra_args = args_pairs(k8s::cni_args_for(e));
+  if (e.cni_args.is_object()) {
+    k8s::merge_cni_args(a.delegate, e.cni_args);
+    a.selection_cni_args = e.cni_args;
+  }
+  a.has_default_route = e.has_default_route;
+  a.default_route = e.default_route;
+  if (runtime_overrides)
+    for (const auto& [k, v] : k8s::runtime_config_for(e).items()) a.runtime_config[k] = v;
+}
+
+// Where the delegate of `a` finds (and leaves) its device-info file: <dir>/cni/<name>-<cid>_<ifname>.
+std::string device_info_path(const cni::MetaConfig& config, const cni::Invocation& inv, const Attachment& a) {
+  std::string base = a.name + "-" + inv.container_id + "_" + a.ifname;
+  for (auto& c : base)
+    if (c == '/') c = '-';
+  return config.device_info_dir + "/cni/" + base;
+}
+
+// Gives a NAD attachment its kubelet-allocated device, when its NAD names a resource.
+void apply_device(Attachment& a, const Json& nad, const cni::MetaConfig& config, const cni::Invocation& inv,
+                  k8s::DeviceAllocator& devices) {
+  std::string resource = k8s::nad_resource_name(nad);
+  if (resource.empty()) return;
+  std::string id = devices.next(resource);
+  if (id.empty()) {
+    util::log_verbose("no device of resource ", resource, " is allocated to the pod for ", a.name);
+    return;
+  }
+  k8s::inject_device_id(a.delegate, id);
+  a.runtime_config["deviceID"] = id;
+  a.device_info_file = device_info_path(config, inv, a);  // final once interface names are assigned
+}
+
+}  // namespace
+
+std::string pod_annotation(const Json& pod, const std::string& key) {
+  auto meta = pod.find("metadata");
+  if (meta == pod.end() || !meta->is_object()) return "";
+  auto ann = meta->find("annotations");
+  if (ann == meta->end() || !ann->is_object()) return "";
+  auto v = ann->find(key);
+  return v != ann->end() && v->is_string() ? v->get<std::string>() : std::string();
+}
+
+Json fetch_pod(KubeAccess& kube, const cni::PodRef& ref) {
+  Json pod;
+  try {
+    pod = kube.get_pod(ref.namespace_, ref.name);
+  } catch (const k8s::ApiError& e) {
+    if (e.not_found())
+      throw CniError(ErrorCode::Kubernetes, "pod " + ref.namespace_ + "/" + ref.name +
+                                                " does not exist in the Kubernetes API; not attaching it");
+    throw;
+  }
+  std::string uid;
+  if (pod.contains("metadata") && pod["metadata"].is_object() && pod["metadata"].contains("uid") &&
+      pod["metadata"]["uid"].is_string())
+    uid = pod["metadata"]["uid"].get<std::string>();
+  bool static_pod = !pod_annotation(pod, "kubernetes.io/config.source").empty();
+  if (!ref.uid.empty() && uid != ref.uid && !static_pod)
+    throw CniError(ErrorCode::Kubernetes, "expected pod UID \"" + ref.uid + "\" but got \"" + uid +
+                                              "\" from the Kubernetes API for pod " + ref.namespace_ + "/" + ref.name);
+  return pod;
+}
+
+std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, const cni::Invocation& inv,
+                                                KubeAccess& kube, const Json& pod, k8s::DeviceAllocator& devices) {
+  auto ref = cni::pod_ref_from(inv.args);
+  auto policy = k8s::namespace_policy_from_config(config.raw);
+  NadResolver nads(kube, config);
+  std::vector<Attachment> out;
+
+  // 1. The cluster network.
+  std::string override_value = pod_annotation(pod, std::string(k8s::kDefaultNetworkAnnotation));
+  if (!override_value.empty()) {
+    auto e = k8s::parse_default_network_annotation(override_value, config.multus_namespace);
+    Json nad = *nads.fetch(e.namespace_, e.name, false);
+    Attachment a;
+    a.cluster_network = true;
+    a.from_nad = true;
+    a.name = e.namespace_ + "/" + e.name;
+    a.delegate = nads.delegate_of(nad, e.namespace_, e.name);
+    a.runtime_config = config.runtime_config;
+    apply_selection(a, e, false);
+    apply_device(a, nad, config, inv, devices);
+    out.push_back(std::move(a));
+  } else if (!config.cluster_network.empty()) {
+    out.push_back(resolve_named_network(config.cluster_network, true, config, nads));
+  } else {
+    Attachment a;
+    a.cluster_network = true;
+    a.delegate = config.delegates.front();
+    a.name = cni::delegate_name(a.delegate);
+    a.runtime_config = config.runtime_config;
+    out.push_back(std::move(a));
+  }
+
+  // 2. defaultNetworks (and the remaining inline delegates), except for system namespaces.
+  if (!k8s::is_system_namespace(policy, ref.namespace_)) {
+    for (const auto& name : config.default_networks) out.push_back(resolve_named_network(name, false, config, nads));
+  }
+  if (config.cluster_network.empty())
+    for (size_t i = 1; i < config.delegates.size(); ++i) {
+      Attachment a;
+      a.delegate = config.delegates[i];
+      a.name = cni::delegate_name(a.delegate);
+      a.runtime_config = config.runtime_config;
+      out.push_back(std::move(a));
+    }
+
+  // 3. The pod's networks annotation.
+  std::string networks = pod_annotation(pod, std::string(k8s::kNetworksAnnotation));
+  for (const auto& e : k8s::parse_networks_annotation(networks, ref.namespace_)) {
+    k8s::check_isolation(policy, ref.namespace_, e.namespace_);
+    Json nad = *nads.fetch(e.namespace_, e.name, false);
+    Attachment a;
+    a.from_nad = true;
+    a.name = e.namespace_ + "/" + e.name;
+    a.delegate = nads.delegate_of(nad, e.namespace_, e.name);
+    a.runtime_config = config.runtime_config;
+    apply_selection(a, e, true);
+    out.push_back(std::move(a));
+    apply_device(out.back(), nad, config, inv, devices);
+  }
+  assign_interface_names(out, inv.ifname);
+  for (auto& a : out)
+    if (!a.device_info_file.empty()) {
+      a.device_info_file = device_info_path(config, inv, a);
+      a.runtime_config["CNIDeviceInfoFile"] = a.device_info_file;
+    }
+  return out;
+}
+
+}  // namespace manifold::plugin

@@ -1,0 +1,122 @@
+// Implementation of network-status writing (with conflict retry) and AddedInterface events.
+#include "plugin/kube_status.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "cni/error.h"
+#include "cni/result_codec.h"
+#include "cni/delegate_config.h"
+#include "k8s/api_client.h"
+#include "util/log.h"
+
+namespace manifold::plugin {
+
+namespace {
+
+constexpr int kStatusConflictRetries = 5;
+
+cni::Result result_of(const store::AttachmentRecord& a) {
+  return cni::decode_result_text(a.result, cni::delegate_version(Json::parse(a.config)));
+}
+
+Json read_device_info(util::FileReader& files, const std::string& path) {
+  if (path.empty()) return Json();
+  try {
+    Json j = Json::parse(files.read(path, 64 * 1024), nullptr, false);
+    return j.is_discarded() ? Json() : j;
+  } catch (const cni::CniError&) {
+    return Json();
+  }
+}
+
+std::string string_at(const Json& j, const char* a, const char* b) {
+  if (!j.contains(a) || !j[a].is_object() || !j[a].contains(b) || !j[a][b].is_string()) return "";
+  return j[a][b].get<std::string>();
+}
+
+}  // namespace
+
+std::vector<k8s::StatusInput> status_inputs(const store::ContainerRecord& record, util::FileReader& files) {
+  std::vector<k8s::StatusInput> out;
+  for (const auto& a : record.attachments) {
+    cni::Result r = result_of(a);
+    k8s::StatusInput in;
+    in.name = a.name;
+    in.is_default = a.cluster_network;
+    in.ifname_requested = a.ifname;
+    for (const auto& i : r.interfaces) in.interfaces.push_back({i.name, i.mac, i.mtu.value_or(0), i.sandbox});
+    for (const auto& ip : r.ips) in.ips.push_back({ip.address, ip.interface, ip.gateway});
+    in.gateways = cni::default_route_gateways(r);
+    in.dns = {r.dns.nameservers, r.dns.domain, r.dns.search, r.dns.options};
+    in.device_info = read_device_info(files, a.extra.value("deviceInfoFile", std::string()));
+    in.extra_fields = a.extra.contains("statusFields") ? a.extra["statusFields"] : Json();
+    out.push_back(std::move(in));
+  }
+  return out;
+}
+
+void write_network_status(KubeAccess& kube, const cni::PodRef& ref, Json pod, const std::string& value) {
+  for (int attempt = 0;; ++attempt) {
+    if (!pod.contains("metadata") || !pod["metadata"].is_object())
+      throw cni::CniError(cni::ErrorCode::Kubernetes, "pod " + ref.namespace_ + "/" + ref.name + " has no metadata");
+    Json& meta = pod["metadata"];
+    if (!meta.contains("annotations") || !meta["annotations"].is_object()) meta["annotations"] = Json::object();
+    meta["annotations"][k8s::kNetworkStatusAnnotation] = value;
+    try {
+      kube.update_pod_status(ref.namespace_, ref.name, pod);
+      return;
+    } catch (const k8s::ApiError& e) {
+      if (!e.conflict() || attempt + 1 >= kStatusConflictRetries)
+        throw cni::CniError(cni::ErrorCode::Kubernetes, "error setting the network status of pod " +
+                                                            ref.namespace_ + "/" + ref.name + ": " + e.msg());
+      util::log_verbose("network-status update of ", ref.namespace_, "/", ref.name, " conflicted; re-reading the pod");
+      pod = kube.get_pod(ref.namespace_, ref.name);
+    }
+  }
+}
+
+void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod,
+                       const store::ContainerRecord& record) {
+  auto now = std::chrono::system_clock::now();
+  std::string stamp = util::rfc3339_now();
+  stamp = stamp.substr(0, 19) + "Z";  // Kubernetes Time has second precision
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+  int n = 0;
+  for (const auto& a : record.attachments) {
+    std::string ips;
+    try {
+      for (const auto& ip : result_of(a).ips) ips += (ips.empty() ? "" : " ") + ip.address;
+    } catch (const cni::CniError&) {
+    }
+    char suffix[32];
+    std::snprintf(suffix, sizeof suffix, ".%llx", static_cast<unsigned long long>(nanos) + n++);
+    Json ev = {
+        {"apiVersion", "v1"},
+        {"kind", "Event"},
+        {"metadata", {{"name", ref.name + suffix}, {"namespace", ref.namespace_}}},
+        {"involvedObject",
+         {{"apiVersion", "v1"}, {"kind", "Pod"}, {"namespace", ref.namespace_}, {"name", ref.name},
+          {"uid", string_at(pod, "metadata", "uid")}, {"resourceVersion", string_at(pod, "metadata", "resourceVersion")}}},
+        {"reason", "AddedInterface"},
+        {"message", "Add " + a.ifname + " [" + ips + "] from " + a.name},
+        {"type", "Normal"},
+        {"source", {{"component", "manifold"}, {"host", host}}},
+        {"firstTimestamp", stamp},
+        {"lastTimestamp", stamp},
+        {"count", 1},
+        {"reportingComponent", "manifold"},
+        {"reportingInstance", host}};
+    try {
+      kube.create_event(ref.namespace_, ev);
+    } catch (const cni::CniError& e) {
+      util::log_warning("could not send the AddedInterface event for ", a.ifname, ": ", e.msg());
+    }
+  }
+}
+
+}  // namespace manifold::plugin

@@ -1,0 +1,28 @@
+// What manifold writes back to Kubernetes after an ADD: the k8s.v1.cni.cncf.io/network-status
+// annotation (one entry per attachment, Multus's exact format, via PUT pods/status reusing the
+// pod's resourceVersion and re-GET + retry only on 409) and one AddedInterface Event per
+// attachment (best effort: an Event never fails the ADD).
+#pragma once
+
+#include <vector>
+
+#include "cni/cni_args.h"
+#include "k8s/network_status.h"
+#include "plugin/kube.h"
+#include "store/cache.h"
+#include "util/file_reader.h"
+
+namespace manifold::plugin {
+
+/// The network-status entries of a container's attachments, in order. Device info is read from
+/// each attachment's device-info file when it exists.
+std::vector<k8s::StatusInput> status_inputs(const store::ContainerRecord& record, util::FileReader& files);
+
+/// Writes the network-status annotation. `pod` is the pod as fetched at the start of the ADD.
+void write_network_status(KubeAccess& kube, const cni::PodRef& ref, Json pod, const std::string& value);
+
+/// Sends one AddedInterface Event per attachment; failures are logged and swallowed.
+void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod,
+                       const store::ContainerRecord& record);
+
+}  // namespace manifold::plugin
