@@ -9,7 +9,9 @@
 #include <optional>
 
 #include "cni/error.h"
+#include "cni/delegate_config.h"
 #include "cni/netconf.h"
+#include "cni/result_codec.h"
 #include "firewall/iptables_types.h"
 #include "netlink/ip_prefix.h"
 #include "netlink/link.h"
@@ -334,6 +336,34 @@ std::vector<netlink::DefaultRouteChange> apply_default_route_step(
   std::vector<netlink::DefaultRouteChange> changes = netlink::apply_default_routes(env.net, requests);
   for (const auto& [ifname, result] : results)
     if (result != nullptr) netlink::rewrite_default_routes(*result, ifname, requests);
+  return changes;
+}
+
+std::vector<ScopingPlan> plan_attachments_scoping(const Json& top_scoping, std::vector<Attachment>& attachments) {
+  std::vector<ScopingPlan> plans;
+  for (Attachment& a : attachments) {
+    const Json keys = strip_scoping_keys(a.delegate);
+    plans.push_back(plan_scoping(top_scoping, keys, a.selection_cni_args, a.ifname, a.default_route));
+  }
+  (void)default_route_requests(plans);
+  return plans;
+}
+
+std::vector<netlink::DefaultRouteChange> apply_default_routes_to_record(ScopingEnv& env,
+                                                                       const std::vector<ScopingPlan>& plans,
+                                                                       store::ContainerRecord& record) {
+  const std::vector<netlink::DefaultRouteRequest> requests = default_route_requests(plans);
+  if (requests.empty()) return {};
+  std::vector<cni::Result> results;
+  for (const store::AttachmentRecord& a : record.attachments)
+    results.push_back(cni::decode_result_text(a.result, cni::delegate_version(Json::parse(a.config))));
+  std::vector<std::pair<std::string, cni::Result*>> targets;
+  for (std::size_t i = 0; i < results.size(); ++i) targets.emplace_back(record.attachments[i].ifname, &results[i]);
+  const std::vector<cni::Result> before = results;
+  std::vector<netlink::DefaultRouteChange> changes = apply_default_route_step(env, requests, targets);
+  for (std::size_t i = 0; i < results.size(); ++i)  // unchanged results keep their exact bytes
+    if (results[i] != before[i])
+      record.attachments[i].result = cni::encode_result(results[i], results[i].cni_version).dump();
   return changes;
 }
 

@@ -31,6 +31,8 @@
 #include "netlink/default_route.h"
 #include "netlink/net_ops.h"
 #include "netlink/source_routing.h"
+#include "plugin/attachments.h"
+#include "store/cache.h"
 #include "util/json.h"
 
 namespace manifold::plugin {
@@ -130,6 +132,20 @@ std::vector<std::string> check_scoping(ScopingEnv& env, const Json& state);
 std::vector<netlink::DefaultRouteChange> apply_default_route_step(
     ScopingEnv& env, const std::vector<netlink::DefaultRouteRequest>& requests,
     const std::vector<std::pair<std::string, cni::Result*>>& results);
+
+/// For the verbs: strips the scoping keys from every attachment's delegate and plans each one
+/// (index-aligned with `attachments`) from the top-level keys, the stripped keys, the selection's
+/// `cni-args` and `default-route`; then validates the default-route requests across attachments.
+/// Throws CniError(InvalidConfig) before anything is created.
+std::vector<ScopingPlan> plan_attachments_scoping(const Json& top_scoping, std::vector<Attachment>& attachments);
+
+/// For the verbs, after every delegate's ADD: the default-route step over a container's
+/// attachments (`plans` index-aligned with `record.attachments`). Each attachment's cached result
+/// is rewritten to match, in the version it was written in, so the returned result, CHECK's
+/// prevResult and the network-status `gateway` lists agree with the namespace.
+std::vector<netlink::DefaultRouteChange> apply_default_routes_to_record(ScopingEnv& env,
+                                                                       const std::vector<ScopingPlan>& plans,
+                                                                       store::ContainerRecord& record);
 
 /// The extra network-status fields of an attachment with this cached state: the mesh fields
 /// (firewall::mesh_status_fields) when its mesh rules are installed, else an empty object.
