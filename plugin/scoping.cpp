@@ -93,7 +93,12 @@ void remove_source_routing_part(ScopingEnv& env, const Json& state, const Scopin
   if (plan != nullptr && !plan->source_routing.enabled) return;
   const int priority = plan != nullptr ? plan->source_routing.rule_priority
                                        : netlink::SourceRoutingConfig{}.rule_priority;
-  netlink::remove_source_routing_by_ips(env.net, ifname, priority, ips_of(prev_result, ifname));
+  // The runtime's prevResult often lists the cluster network's IPs only: the addresses still on
+  // the interface name the attachment's IPs too.
+  std::vector<std::string> ips = ips_of(prev_result, ifname);
+  if (const auto link = env.net.find_link(ifname))
+    for (const netlink::AddressInfo& a : env.net.list_addresses(link->index)) ips.push_back(a.cidr);
+  netlink::remove_source_routing_by_ips(env.net, ifname, priority, ips);
 }
 
 void remove_mesh_part(ScopingEnv& env, const Json& state, const ScopingPlan* plan,

@@ -116,8 +116,9 @@ Json apply_scoping(ScopingEnv& env, const ScopingPlan& plan, const cni::Result& 
 /// DEL, before the delegate's DEL: removes the mesh rules and the source routing of the
 /// attachment `ifname`. With the applied parts of `state`, exactly what they record; with only the
 /// plan, the mesh chains by name (both backends) and the rules at the plan's priority whose source
-/// is one of the IPs of `prev_result` (may be null); with a null state, those rules at the default
-/// priority. Idempotent. The caller skips it when the namespace is gone (everything died with it).
+/// is one of the IPs of `prev_result` (may be null) or an address still on the interface; with a
+/// null state, those rules at the default priority. Idempotent. The caller skips it when the
+/// namespace is gone (everything died with it).
 void remove_scoping(ScopingEnv& env, const Json& state, const std::string& ifname,
                     const cni::Result* prev_result);
 

@@ -7,6 +7,8 @@ plugins, for iptablesMode nft and legacy (reference/mesh-and-routing.md ยง4.5, ย
   chains and another attachment's CNIMESH chain exactly as they were;
 - CHECK passes after ADD and fails (107) after any single deletion: a chain rule, a jump (IPv4 and
   IPv6), the ip rule, a table route;
+- DEL succeeds when the namespace is gone; without the cache it still removes our chains (by name)
+  and our rules (by the attachment's addresses);
 - a bad scoping config is error 7 and creates nothing (no delegate runs);
 - the three layers: top-level defaults, overridden per network; the keys never reach a delegate.
 """
@@ -111,6 +113,34 @@ class ScopingLifecycleTest(ScopingTestCase):
 
     def test_add_del_del_legacy(self):
         self.run_add_del_del("legacy")
+
+    # ---- DEL without namespace or cache ---------------------------------------------------------
+
+    def test_del_succeeds_when_the_namespace_is_gone(self):
+        self.add("legacy")
+        self.pod.delete()
+        self.assertOk(self.driver("del", self.pod.path, container_id=CONTAINER))
+        self.assertNothingLeft()
+        self.assertOk(self.driver("del", self.pod.path, container_id=CONTAINER))
+
+    def test_del_without_the_cache_still_removes_our_rules(self):
+        for mode in MODES:
+            with self.subTest(mode=mode):
+                self.add(mode)
+                self.assertNotEqual(self.our_rules(), [])
+                for name in self.tree.cache_files():
+                    os.unlink(os.path.join(self.tree.cni_dir, name))
+                self.assertOk(self.driver("del", self.pod.path, container_id=CONTAINER))
+                self.assertEqual(self.our_rules(), [])
+                self.assertEqual(self.table(1000), [])
+                for family in ([4, 6] if self.v6 else [4]):
+                    self.assertNotIn("CNIMESH", self.nat_save(mode, family))
+                # Without a record nothing proves the links are ours: the delegates released their
+                # addresses but left the interfaces, which go with the namespace.
+                self.assertEqual(self.tree.reservations(), [])
+                for link in ("net1", "eth0"):
+                    if link in self.pod.link_names():
+                        self.pod.ip("link", "del", link)
 
     # ---- CHECK -----------------------------------------------------------------------------------
 

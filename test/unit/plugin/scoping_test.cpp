@@ -332,6 +332,12 @@ TEST_CASE("scoping: DEL without the applied state works from the plan and prevRe
   CHECK(w.ops.list_routes(AF_UNSPEC, 1000).empty());
   CHECK_FALSE(contains(w.nat(), "CNIMESH"));
 
+  // Only the plan, no prevResult: the addresses still on net1 name its IPs.
+  (void)apply_scoping(w.env, plan, result);
+  remove_scoping(w.env, initial_scoping_state(plan), "net1", nullptr);
+  CHECK(w.our_rules().empty());
+  CHECK(w.ops.list_routes(AF_UNSPEC, 1000).empty());
+
   // With no state at all: the rules at the default priority from the prevResult IPs.
   (void)apply_scoping(w.env, plan, result);
   remove_scoping(w.env, nullptr, "net1", &result);
@@ -439,4 +445,61 @@ TEST_CASE("scoping: the cached state is validated", "[plugin]") {
   CHECK(code_of([&] { remove_scoping(w.env, bad, "net1", nullptr); }) == 6);
   CHECK(scoping_status_fields(nullptr) == Json::object());
   CHECK(scoping_status_fields(initial_scoping_state(plan_for())) == Json::object());
+}
+
+TEST_CASE("scoping: attachments are stripped and planned together", "[plugin]") {
+  std::vector<Attachment> attachments(3);
+  attachments[0].ifname = "eth0";
+  attachments[0].delegate = Json::parse(R"({"name":"cluster","type":"bridge","sourceRouting":{"enabled":false}})");
+  attachments[1].ifname = "net1";
+  attachments[1].delegate = Json::parse(R"({"name":"data","plugins":[{"type":"macvlan","mesh":{"inboundPort":5000}}]})");
+  attachments[1].selection_cni_args = Json::parse(R"({"mesh":{"outboundPort":5001}})");
+  attachments[1].default_route = {"192.168.10.1"};
+  attachments[2].ifname = "net2";
+  attachments[2].delegate = Json::parse(R"({"name":"plain","type":"macvlan"})");
+  const auto plans = plan_attachments_scoping(kTop, attachments);
+  REQUIRE(plans.size() == 3);
+  CHECK_FALSE(plans[0].source_routing.enabled);
+  CHECK(plans[0].mesh.enabled);  // the top-level default
+  CHECK(plans[1].mesh.inbound_port == 5000);
+  CHECK(plans[1].mesh.outbound_port == 5001);
+  CHECK(plans[1].default_route == std::vector<std::string>{"192.168.10.1"});
+  CHECK(plans[2].ifname == "net2");
+  CHECK(attachments[0].delegate == Json::parse(R"({"name":"cluster","type":"bridge"})"));
+  CHECK(attachments[1].delegate == Json::parse(R"({"name":"data","plugins":[{"type":"macvlan"}]})"));
+
+  attachments[2].default_route = {"10.0.0.1"};
+  CHECK(code_of([&] { (void)plan_attachments_scoping(kTop, attachments); }) == 7);
+}
+
+TEST_CASE("scoping: the default-route step rewrites the cached results", "[plugin]") {
+  World w;
+  store::ContainerRecord record;
+  store::AttachmentRecord eth0;
+  eth0.ifname = "eth0";
+  eth0.config = R"({"cniVersion":"0.4.0","name":"cluster","type":"bridge"})";
+  eth0.result = R"({"cniVersion":"0.4.0","ips":[{"version":"4","address":"10.244.1.5/24","gateway":"10.244.1.1"}],)"
+                R"("routes":[{"dst":"0.0.0.0/0","gw":"10.244.1.1"}]})";
+  store::AttachmentRecord net1;
+  net1.ifname = "net1";
+  net1.config = R"({"cniVersion":"1.0.0","name":"data","type":"macvlan"})";
+  net1.result = R"({"cniVersion":"1.0.0","ips":[{"address":"192.168.10.5/24"}]})";
+  store::AttachmentRecord other;
+  other.ifname = "net2";
+  other.config = R"({"cniVersion":"1.0.0","name":"other","type":"macvlan"})";
+  other.result = R"({ "cniVersion" : "1.0.0" })";  // unchanged results keep their exact bytes
+  record.attachments = {eth0, net1, other};
+  const std::vector<ScopingPlan> plans{plan_scoping(Json::object(), Json::object(), nullptr, "eth0"),
+                                       plan_scoping(Json::object(), Json::object(), nullptr, "net1", {"192.168.10.1"}),
+                                       plan_scoping(Json::object(), Json::object(), nullptr, "net2")};
+  CHECK(apply_default_routes_to_record(w.env, plans, record).size() == 1);
+  CHECK(Json::parse(record.attachments[0].result) ==
+        Json::parse(R"({"cniVersion":"0.4.0","ips":[{"version":"4","address":"10.244.1.5/24","gateway":"10.244.1.1"}],"dns":{}})"));
+  CHECK(Json::parse(record.attachments[1].result)["routes"] ==
+        Json::parse(R"([{"dst":"0.0.0.0/0","gw":"192.168.10.1"}])"));
+  CHECK(record.attachments[2].result == R"({ "cniVersion" : "1.0.0" })");
+  // Without requests nothing is touched at all.
+  const store::ContainerRecord before = record;
+  CHECK(apply_default_routes_to_record(w.env, {plans[0], plans[0], plans[2]}, record).empty());
+  CHECK(record == before);
 }
