@@ -176,6 +176,9 @@ std::unique_ptr<ScopingSession> open_scoping_for_del(const Services& s, const st
     return std::make_unique<ScopingSession>(s, netns);
   } catch (const netlink::NetnsNotFound&) {
     return nullptr;
+  } catch (const CniError& e) {
+    util::log_warning("cannot open ", netns, " to remove network scoping: ", e.msg());
+    return nullptr;
   }
 }
 
