@@ -92,8 +92,10 @@ void apply_selection(Attachment& a, const k8s::SelectionElement& e, bool runtime
   }
   a.has_default_route = e.has_default_route;
   a.default_route = e.default_route;
-  if (runtime_overrides)
-    for (const auto& [k, v] : k8s::runtime_config_for(e).items()) a.runtime_config[k] = v;
+  if (runtime_overrides) {
+    const Json overrides = k8s::runtime_config_for(e);  // items() of a temporary would dangle
+    for (const auto& [k, v] : overrides.items()) a.runtime_config[k] = v;
+  }
 }
 
 // Where the delegate of `a` finds (and leaves) its device-info file: <dir>/cni/<name>-<cid>_<ifname>.
