@@ -8,6 +8,7 @@
 #include "cni/error.h"
 #include "k8s/isolation.h"
 #include "k8s/nad_config.h"
+#include "k8s/pod_object.h"
 #include "k8s/selection.h"
 #include "util/log.h"
 
@@ -34,7 +35,8 @@ class NadResolver {
         if (!e.not_found()) throw;
         if (allow_missing) return std::nullopt;
         throw CniError(ErrorCode::NetworkNotFound, "cannot find a network-attachment-definition (" + name +
-                                                       ") in namespace (" + ns + "): " + e.msg());
+                                                       ") in namespace (" + ns + "): network-attachment-definition " +
+                                                       ns + "/" + name + " does not exist");
       }
     }
     return it->second;
@@ -92,8 +94,11 @@ void apply_selection(Attachment& a, const k8s::SelectionElement& e, bool runtime
   }
   a.has_default_route = e.has_default_route;
   a.default_route = e.default_route;
-  if (runtime_overrides)
-    for (const auto& [k, v] : k8s::runtime_config_for(e).items()) a.runtime_config[k] = v;
+  if (runtime_overrides) {
+    // A named local: items() of a temporary would dangle inside a range-for (before C++23).
+    const Json overrides = k8s::runtime_config_for(e);
+    for (const auto& [k, v] : overrides.items()) a.runtime_config[k] = v;
+  }
 }
 
 // Where the delegate of `a` finds (and leaves) its device-info file: <dir>/cni/<name>-<cid>_<ifname>.
@@ -121,14 +126,7 @@ void apply_device(Attachment& a, const Json& nad, const cni::MetaConfig& config,
 
 }  // namespace
 
-std::string pod_annotation(const Json& pod, const std::string& key) {
-  auto meta = pod.find("metadata");
-  if (meta == pod.end() || !meta->is_object()) return "";
-  auto ann = meta->find("annotations");
-  if (ann == meta->end() || !ann->is_object()) return "";
-  auto v = ann->find(key);
-  return v != ann->end() && v->is_string() ? v->get<std::string>() : std::string();
-}
+std::string pod_annotation(const Json& pod, const std::string& key) { return k8s::pod_annotation_value(pod, key); }
 
 Json fetch_pod(KubeAccess& kube, const cni::PodRef& ref) {
   Json pod;
@@ -140,10 +138,8 @@ Json fetch_pod(KubeAccess& kube, const cni::PodRef& ref) {
                                                 " does not exist in the Kubernetes API; not attaching it");
     throw;
   }
-  std::string uid;
-  if (pod.contains("metadata") && pod["metadata"].is_object() && pod["metadata"].contains("uid") &&
-      pod["metadata"]["uid"].is_string())
-    uid = pod["metadata"]["uid"].get<std::string>();
+  k8s::validate_pod_object(pod, ref.namespace_, ref.name);
+  std::string uid = k8s::pod_metadata_string(pod, "uid");
   bool static_pod = !pod_annotation(pod, "kubernetes.io/config.source").empty();
   if (!ref.uid.empty() && uid != ref.uid && !static_pod)
     throw CniError(ErrorCode::Kubernetes, "expected pod UID \"" + ref.uid + "\" but got \"" + uid +
