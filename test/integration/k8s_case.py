@@ -196,7 +196,14 @@ class K8sTestCase(ManifoldTestCase):
         self.pod_name = re.sub(r"[^a-z0-9]+", "-", self._testMethodName.lower())[:50].strip("-")
         self.pod_uid = "uid-" + self.pod_name
         self.container_id = "ctr-" + self.pod_name
+        self.addCleanup(self._assert_no_token_logged)
         api.clear_requests()
+
+    def _assert_no_token_logged(self):
+        """No bearer token the double ever accepted reaches manifold's log (debug level)."""
+        log = self.tree.log_tail(1 << 30)
+        for token in set(self.api.tokens()) | set(self.initial_tokens):
+            self.assertNotIn(token, log, "a bearer token reached manifold's log")
 
     # ---- objects ----------------------------------------------------------------------------------
 

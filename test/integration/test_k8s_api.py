@@ -315,6 +315,22 @@ class K8sApiTest(K8sTestCase):
         self.pod.delete()
         self.assertNothingLeft()
 
+    def test_del_without_cache_skips_a_vanished_nad_and_releases_the_others(self):
+        self.api.add_nad("default", "pool", self.hostlocal_nad_conf())
+        self.api.add_nad("default", "vanishing", self.macvlan_nad_conf())
+        self.add_pod({NETWORKS: "pool, vanishing, pool"})
+        self.write_k8s()
+        self.assertOk(self.add())
+        self.assertEqual(self.pod.link_names(), ["eth0", "lo", "net1", "net2", "net3"])
+        self.assertEqual(len(self.tree.reservations()), 3)
+        shutil.rmtree(self.tree.cni_dir)
+        self.api.delete_nad("default", "vanishing")
+        self.assertOk(self.delete())
+        # pool keeps its names net1 and net3, so host-local finds both reservations.
+        self.assertEqual(self.tree.reservations(), [], "host-local reservations leaked")
+        self.pod.delete()
+        self.assertNothingLeft()
+
     def test_del_without_cache_and_without_the_pod_still_succeeds(self):
         self.add_standard_pod()
         self.write_k8s()

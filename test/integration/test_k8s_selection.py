@@ -38,8 +38,9 @@ class K8sSelectionTest(K8sTestCase):
         self.assertEqual([(e["name"], e.get("interface")) for e in status],
                          [("cluster", "eth0"), ("default/mac-a", "net1"), ("other/mac-b", "mb0")])
         self.api.clear_requests()
+        self.assertOk(self.check())
         self.assertOk(self.delete())
-        self.assertEqual(self.requests(), [], "DEL with a cache must not call the API")
+        self.assertEqual(self.requests(), [], "CHECK and DEL with a cache must not call the API")
         self.assertNothingLeft()
 
     def test_json_form_with_interface_ips_and_mac(self):
@@ -230,9 +231,8 @@ class K8sSelectionTest(K8sTestCase):
         self.assertCniError(add, 7)
         self.assertErrorMentions(add, "namespace isolation", "team-a", "team-b")
         self.assertNothingLeft()
-        paths = [p for _, p in api_paths(self.requests())]
-        self.assertNotIn(nad_path("team-b", "secret"), paths, "a NAD across namespaces was read")
-        self.assertEqual([p for p in paths if "/status" in p], [])
+        self.assertEqual(api_paths(self.requests()), [("GET", pod_path("team-a", self.pod_name))],
+                         "isolation is checked before any NAD is read")
         # The pod's own namespace and the global "default" namespace stay allowed.
         self.api.modify_pod("team-a", self.pod_name, annotations={NETWORKS: "own, default/shared"})
         self.assertOk(self.add(ns="team-a"))

@@ -233,3 +233,58 @@ TEST_CASE("kube status: events get one attempt each and stop after the first fai
   CHECK(Json::parse(reqs[1].body)["message"] == "Add net1 [192.0.2.2/24] from default/net1");
   CHECK(f.transport.pending() == 0);
 }
+
+TEST_CASE("kube attachments: isolation is checked before any NAD is read", "[plugin]") {
+  Fixture f(R"({"namespaceIsolation":true})");
+  Json pod = pod_with({{"k8s.v1.cni.cncf.io/networks", "own, team-b/secret"}});
+  plugin::KubeAccess kube(f.services, f.config);
+  k8s::DeviceAllocator devices;
+  try {
+    plugin::resolve_pod_attachments(f.config, f.inv, kube, pod, devices);
+    FAIL("no error");
+  } catch (const CniError& e) {
+    CHECK(e.code() == 7u);
+    CHECK_THAT(e.msg(), Catch::Contains("namespace isolation"));
+  }
+  CHECK(f.transport.requests().empty());
+}
+
+TEST_CASE("kube attachments: best effort skips unresolvable networks and keeps the others' names", "[plugin]") {
+  const std::string not_found = R"({"kind":"Status","reason":"NotFound","code":404})";
+  auto script = [&](Fixture& f) {
+    f.transport.push_response(200, nad("default", "a", kMacvlan));
+    f.transport.push_response(404, not_found);
+    f.transport.push_response(200, nad("default", "c", kMacvlan));
+  };
+  Json pod = pod_with({{"k8s.v1.cni.cncf.io/networks", "a, gone, c"}});
+  k8s::DeviceAllocator devices;
+
+  Fixture strict;
+  script(strict);
+  plugin::KubeAccess strict_kube(strict.services, strict.config);
+  CHECK_THROWS_WITH(plugin::resolve_pod_attachments(strict.config, strict.inv, strict_kube, pod, devices),
+                    Catch::Contains("default/gone does not exist"));
+
+  Fixture lenient;
+  script(lenient);
+  plugin::KubeAccess kube(lenient.services, lenient.config);
+  auto out = plugin::resolve_pod_attachments(lenient.config, lenient.inv, kube, pod, devices,
+                                             plugin::Resolution::BestEffort);
+  REQUIRE(out.size() == 3);
+  CHECK(out[0].ifname == "eth0");
+  CHECK(out[1].name == "default/a");
+  CHECK(out[1].ifname == "net1");
+  CHECK(out[2].name == "default/c");
+  CHECK(out[2].ifname == "net3");
+}
+
+TEST_CASE("kube attachments: best effort survives an unparsable annotation", "[plugin]") {
+  Fixture f;
+  Json pod = pod_with({{"k8s.v1.cni.cncf.io/networks", "[not json"}});
+  plugin::KubeAccess kube(f.services, f.config);
+  k8s::DeviceAllocator devices;
+  CHECK_THROWS(plugin::resolve_pod_attachments(f.config, f.inv, kube, pod, devices));
+  auto out = plugin::resolve_pod_attachments(f.config, f.inv, kube, pod, devices, plugin::Resolution::BestEffort);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].cluster_network);
+}
