@@ -120,10 +120,11 @@ k8s::DeviceAllocator device_allocator(const Services& services, const cni::MetaC
 
 // Every attachment of this invocation: from the pod and its NADs when there is one, else static.
 std::vector<Attachment> resolve_attachments(const Services& services, Session& s, KubeAccess& kube,
-                                            const cni::Invocation& inv, const std::optional<Json>& pod) {
+                                            const cni::Invocation& inv, const std::optional<Json>& pod,
+                                            Resolution mode = Resolution::Strict) {
   if (!pod) return resolve_static_attachments(s.config, inv);
   auto devices = device_allocator(services, s.config, *pod);
-  return resolve_pod_attachments(s.config, inv, kube, *pod, devices);
+  return resolve_pod_attachments(s.config, inv, kube, *pod, devices, mode);
 }
 
 std::string attachment_cni_args(const cni::Invocation& inv, const Attachment& a) {
@@ -406,7 +407,7 @@ std::string Commands::del(const cni::Invocation& inv) {
       try {
         KubeAccess kube(services_, s.config);
         auto pod = lookup_pod(kube, inv);
-        attachments = resolve_attachments(services_, s, kube, inv, pod);
+        attachments = resolve_attachments(services_, s, kube, inv, pod, Resolution::BestEffort);
       } catch (const CniError& e) {
         util::log_error("cannot resolve the pod's networks for DEL (", e.msg(), "); using the configured ones");
         attachments = resolve_static_attachments(s.config, inv);
