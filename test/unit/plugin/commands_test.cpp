@@ -9,6 +9,9 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -304,6 +307,55 @@ TEST_CASE("ADD fails with 102 when an interface name is taken, without running t
   CHECK(w.briefs_since(0) == Strings{"bridge ADD eth0", "bridge DEL eth0"});
   CHECK(w.cache.list().empty());
   CHECK(w.has_link(w.netns_path, "net1"));  // the pre-existing link is not touched
+
+  SECTION("the cluster interface itself is taken: nothing runs") {
+    World w2;
+    w2.ns().add_link("eth0", "dummy");
+    Json e2 = error_of(w2.run("ADD", base_config(w2)));
+    CHECK(e2["code"] == 102);
+    CHECK_THAT(e2["msg"].get<std::string>(), Catch::Contains("eth0"));
+    CHECK(w2.call_count() == 0);
+    CHECK(w2.cache.list().empty());
+  }
+}
+
+TEST_CASE("ADD rolls back a conflist whose second plugin fails", "[plugin][commands]") {
+  World w;
+  w.intercept = [](const Call& c) -> std::optional<manifold::exec::ProcessResult> {
+    if (c.type == "tuning" && c.command == "ADD") return cni_error_answer(7, "tuning: unknown sysctl");
+    return std::nullopt;
+  };
+  Json e = error_of(w.run("ADD", base_config(w)));
+  CHECK(e["code"] == 7);
+  CHECK(e["msg"] == "tuning: unknown sysctl");
+  auto calls = w.calls();
+  REQUIRE(w.briefs_since(0) == Strings{"bridge ADD eth0", "macvlan ADD net1", "ptp ADD net2", "tuning ADD net2",
+                                       "tuning DEL net2", "ptp DEL net2", "macvlan DEL net1", "bridge DEL eth0"});
+  // The chain never produced a result, so its plugins are DELed without prevResult.
+  CHECK_FALSE(calls[4].config().contains("prevResult"));
+  CHECK_FALSE(calls[5].config().contains("prevResult"));
+  // The completed 1.0.0 conf gets its result.
+  CHECK(calls[6].stdin_data == spliced(calls[1].stdin_data, w.outputs[1]));
+  CHECK(w.cache.list().empty());
+}
+
+TEST_CASE("ADD and DEL treat a missing readiness indicator file differently", "[plugin][commands]") {
+  World w;
+  Json config = base_config(w);
+  config["readinessindicatorfile"] = "/run/cluster-network/ready";
+  config["readinessTimeout"] = 2;
+  Json e = error_of(w.run("ADD", config));
+  CHECK(e["code"] == 11);
+  CHECK(w.sleeps.size() == 2);
+  CHECK(w.call_count() == 0);
+  CHECK(w.cache.list().empty());
+
+  // DEL looks once and carries on (here without a cache entry: best effort, success).
+  w.sleeps.clear();
+  auto del = w.run("DEL", config);
+  CHECK(del.exit_code == 0);
+  CHECK(w.sleeps.empty());
+  CHECK(w.call_count() == 4);
 }
 
 TEST_CASE("ADD rejects a bad plugin type or a missing binary before running anything", "[plugin][commands]") {
@@ -381,6 +433,23 @@ TEST_CASE("DEL replays the cached configs in reverse and removes the cache entry
     for (const Call& c : calls2) CHECK_FALSE(c.netns);
     CHECK(w.cache.list().empty());
   }
+}
+
+TEST_CASE("DEL after the namespace is gone still deletes every delegate, without CNI_NETNS", "[plugin][commands]") {
+  World w;
+  Json config = base_config(w);
+  REQUIRE(w.run("ADD", config).exit_code == 0);
+  auto record = *w.cache.load("ctr1");
+  std::filesystem::remove(w.netns_path);
+  size_t before = w.call_count();
+  auto out = w.run("DEL", config);
+  CHECK(out.exit_code == 0);
+  auto calls = w.calls_since(before);
+  REQUIRE(w.briefs_since(before) == Strings{"tuning DEL net2", "ptp DEL net2", "macvlan DEL net1", "bridge DEL eth0"});
+  for (const Call& c : calls) CHECK_FALSE(c.netns);
+  // The cached results are still handed over, so IPAM can release the addresses.
+  CHECK(calls[3].stdin_data == spliced(record.attachments[0].config, record.attachments[0].result));
+  CHECK(w.cache.list().empty());
 }
 
 TEST_CASE("DEL attempts every delegate and reports the first error", "[plugin][commands]") {
@@ -578,6 +647,16 @@ TEST_CASE("GC deletes the attachments not listed as valid and keeps the listed o
     CHECK(g["cni.dev/valid-attachments"] == Json::parse(R"([{"containerID": "ctr-a", "ifname": "net1"}])"));
     CHECK(w.cache.list() == Strings{"ctr-a"});
     CHECK(w.cache.load("ctr-a") == kept);
+  }
+
+  SECTION("a corrupt entry is removed without running its delegates") {
+    w.cache.corrupt("ctr-b");
+    Json gc = config;
+    gc["cni.dev/valid-attachments"] = Json::parse(R"([{"containerID": "ctr-a", "ifname": "eth0"}])");
+    size_t before = w.call_count();
+    REQUIRE(w.run("GC", gc, no_container()).exit_code == 0);
+    CHECK(w.briefs_since(before) == Strings{"macvlan GC "});
+    CHECK(w.cache.list() == Strings{"ctr-a"});
   }
 
   SECTION("a valid-attachments value that is not a list is rejected") {
