@@ -241,7 +241,8 @@ Json ApiClient::call_for_object(const std::string& method, const Target& target,
   if (!j.is_object()) throw cni::CniError(cni::ErrorCode::Decoding, what + " is not a JSON object");
   if (auto k = j.find("kind"); k != j.end() && k->is_string() && k->get<std::string>() != kind)
     throw cni::CniError(cni::ErrorCode::Decoding,
-                        what + " has kind " + quote(k->get<std::string>()) + ", expected " + std::string(kind));
+                        what + " has kind " + quote(sanitize(k->get<std::string>())) + ", expected " +
+                            std::string(kind));
   return j;
 }
 

@@ -24,6 +24,14 @@ jobs=${MANIFOLD_JOBS:-2}
 cxx=${MANIFOLD_FUZZ_CXX:-clang++}
 cc=${MANIFOLD_FUZZ_CC:-clang}
 read -r -a extra_args <<<"${MANIFOLD_FUZZ_ARGS:-}"
+if ! command -v "$cxx" >/dev/null && command -v clang++-14 >/dev/null; then
+  cxx=clang++-14
+  cc=clang-14
+fi
+if ! command -v "$cxx" >/dev/null; then
+  echo "fuzz: $cxx not found; install clang and libclang-rt-14-dev (test/install-deps.sh does)" >&2
+  exit 2
+fi
 
 # Every target with its largest input (bytes): a few times the largest real document of its kind.
 declare -A max_len=(

@@ -2,7 +2,8 @@
 // double (`1e999`) made nlohmann throw out_of_range, which escaped ApiClient as a non-CniError
 // (fuzz_api_response with the JSON dictionary); and an answer nested hundreds of thousands of
 // levels deep was accepted and then overflowed the stack when the pod was printed again for
-// PUT pods/status (hand-made input beyond the target's -max_len).
+// PUT pods/status (hand-made input beyond the target's -max_len); and a server echoing the bearer
+// token as the object's "kind" got it quoted, unredacted, into the error message.
 #include <catch2/catch.hpp>
 #include <string>
 
@@ -75,4 +76,23 @@ TEST_CASE("fuzz: ordinary API answers still decode and go back out", "[fuzz]") {
   Json updated = c.client.update_pod_status("default", "web-0", pod);
   CHECK(updated == pod);
   CHECK(c.transport.requests().back().body == pod.dump());
+}
+
+TEST_CASE("fuzz: a bearer token echoed as the answer's kind is redacted from the error", "[fuzz]") {
+  // From fuzz_api_response (corpus/api_response/token-echoed-in-kind.json).
+  const std::string token = Client::auth().token;
+  for (const std::string& kind : {"routes" + token + "s", token, token + std::string(100, 'x')}) {
+    Client c;
+    c.transport.push_response(200, Json{{"kind", kind}, {"metadata", {{"name", "web-0"}}}}.dump());
+    try {
+      c.client.get_pod("default", "web-0");
+      FAIL("a wrong kind was accepted");
+    } catch (const cni::CniError& e) {
+      CHECK(e.code() == static_cast<unsigned>(cni::ErrorCode::Decoding));
+      CHECK(e.msg().find("has kind") != std::string::npos);
+      CHECK(e.msg().find(token) == std::string::npos);
+      CHECK(e.msg().find(token.substr(0, 8)) == std::string::npos);
+      CHECK(e.msg().find("<redacted>") != std::string::npos);
+    }
+  }
 }
