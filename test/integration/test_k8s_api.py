@@ -112,9 +112,9 @@ class K8sApiTest(K8sTestCase):
         self.api.conflict_next(100)
         add = self.add()
         self.assertCniError(add, 103)
-        self.assertErrorMentions(add, "network status", self.pod_name)
+        self.assertErrorMentions(add, "network status", self.pod_name, "5 conflicting updates")
         self.assertNothingLeft()
-        self.assertLessEqual(len(self.requests(method="PUT")), 5)
+        self.assertEqual(len(self.requests(method="PUT")), 5)
 
     def test_a_429_storm_on_the_pod_ends_in_a_bounded_clear_error(self):
         self.add_pod({})
