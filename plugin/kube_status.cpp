@@ -73,8 +73,11 @@ void write_network_status(KubeAccess& kube, const cni::PodRef& ref, Json pod, co
       return;
     } catch (const k8s::ApiError& e) {
       if (!e.conflict() || attempt + 1 >= kStatusConflictRetries)
-        throw cni::CniError(cni::ErrorCode::Kubernetes, "error setting the network status of pod " +
-                                                            ref.namespace_ + "/" + ref.name + ": " + e.msg());
+        throw cni::CniError(cni::ErrorCode::Kubernetes,
+                            "error setting the network status of pod " + ref.namespace_ + "/" + ref.name + ": " +
+                                e.msg() +
+                                (e.conflict() ? " (" + std::to_string(kStatusConflictRetries) + " conflicting updates in a row)"
+                                              : std::string()));
       util::log_verbose("network-status update of ", ref.namespace_, "/", ref.name, " conflicted; re-reading the pod");
       std::string uid = k8s::pod_metadata_string(pod, "uid");
       pod = kube.get_pod(ref.namespace_, ref.name);

@@ -112,9 +112,9 @@ class K8sApiTest(K8sTestCase):
         self.api.conflict_next(100)
         add = self.add()
         self.assertCniError(add, 103)
-        self.assertErrorMentions(add, "network status", self.pod_name)
+        self.assertErrorMentions(add, "network status", self.pod_name, "5 conflicting updates")
         self.assertNothingLeft()
-        self.assertLessEqual(len(self.requests(method="PUT")), 5)
+        self.assertEqual(len(self.requests(method="PUT")), 5)
 
     def test_a_429_storm_on_the_pod_ends_in_a_bounded_clear_error(self):
         self.add_pod({})
@@ -243,6 +243,29 @@ class K8sApiTest(K8sTestCase):
         self.write_k8s()
         self.assertOk(self.add())
         self.assertEqual(len(api_paths(self.requests())), 2)
+        self.assertOk(self.delete())
+        self.assertNothingLeft()
+
+    def test_an_untrusted_server_certificate_is_a_clear_error(self):
+        self.api.write_kubeconfig(self.kubeconfig, auth="token")
+        with open(self.kubeconfig, encoding="utf-8") as f:
+            text = f.read()
+        with open(self.kubeconfig, "w", encoding="utf-8") as f:
+            f.write(text.replace(self.api.ca_file, self.api.wrong_ca_file))
+        self.add_pod({})
+        self.write_k8s()
+        add = self.add()
+        self.assertCniError(add, 103)
+        self.assertErrorMentions(add, "certificate", "rejected")
+        self.assertEqual(self.requests(), [], "no request may be sent to an unverified server")
+        self.assertNothingLeft()
+
+    def test_insecure_skip_tls_verify_works_and_warns(self):
+        self.api.write_kubeconfig(self.kubeconfig, auth="token", insecure=True)
+        self.add_pod({})
+        self.write_k8s()
+        self.assertOk(self.add())
+        self.assertIn("insecure", self.tree.log_tail(1 << 20).lower())
         self.assertOk(self.delete())
         self.assertNothingLeft()
 

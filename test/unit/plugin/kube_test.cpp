@@ -288,3 +288,17 @@ TEST_CASE("kube attachments: best effort survives an unparsable annotation", "[p
   REQUIRE(out.size() == 1);
   CHECK(out[0].cluster_network);
 }
+
+TEST_CASE("kube status: endless conflicts give up after five updates with a clear error", "[plugin]") {
+  Fixture f;
+  const std::string conflict = R"({"kind":"Status","reason":"Conflict","code":409})";
+  for (int i = 0; i < 5; ++i) {
+    f.transport.push_response(409, conflict);
+    if (i < 4) f.transport.push_response(200, pod_with(Json::object()).dump());
+  }
+  plugin::KubeAccess kube(f.services, f.config);
+  CHECK_THROWS_WITH(plugin::write_network_status(kube, f.ref(), pod_with(Json::object()), "[]"),
+                    Catch::Contains("default/web") && Catch::Contains("5 conflicting updates in a row"));
+  CHECK(f.transport.requests().size() == 9);
+  CHECK(f.transport.pending() == 0);
+}
