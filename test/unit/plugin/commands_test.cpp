@@ -797,12 +797,12 @@ Json status_of_put(const manifold::k8s::HttpRequest& put) {
 
 }  // namespace
 
-// BUG (plugin/kube_attachments.cpp, apply_selection): `for (const auto& [k, v] :
+// BUG (plugin/kube_attachments.cpp:96, apply_selection): `for (const auto& [k, v] :
 // k8s::runtime_config_for(e).items())` iterates the items() proxy of a temporary Json that is
 // destroyed before the loop body runs (C++20 does not extend a temporary's lifetime through a
-// member call in the range initializer), so every ADD whose pod has a networks annotation reads
-// freed memory: SIGSEGV in the Debug build, heap-use-after-free under ASan. The probe runs the ADD in
-// a child process so the crash fails this test only; once fixed, remove [!shouldfail].
+// member call in the range initializer), so every ADD whose pod has a networks annotation reads a
+// dead object: SIGSEGV in the Debug build, stack-use-after-scope under ASan. The probe runs the ADD
+// in a child process so the crash fails this test only; once fixed, remove [!shouldfail].
 TEST_CASE("ADD with Kubernetes: networks annotation costs GET pod, one GET per NAD, one PUT",
           "[plugin][commands][k8s][!shouldfail]") {
   World w;
