@@ -237,6 +237,9 @@ std::vector<store::AttachmentRecord> del_all(exec::DelegateRunner& runner, const
 // added failed; those stay recorded for the runtime's DEL to retry.
 void roll_back(Session& s, const cni::Invocation& inv, store::ContainerRecord& record, bool last_failed,
                ScopingEnv* scoping) {
+  // Nothing of this ADD was recorded (it failed before its first delegate): an existing entry
+  // belongs to an earlier ADD of the same container and must survive.
+  if (record.attachments.empty()) return;
   std::optional<CniError> error;
   auto failed = del_all(*s.runner, inv, record, error, scoping);
   if (last_failed && !failed.empty() && !record.attachments.empty() &&
