@@ -44,7 +44,8 @@ std::string chain_plugin_stdin(const Json& plugin, const std::string& list_name,
 
 std::string with_prev_result(const std::string& conf_text, const std::string& prev_result_text) {
   Json conf = Json::parse(conf_text, nullptr, false);
-  if (conf.is_discarded() || !conf.is_object())
+  // nlohmann stops at a NUL byte, so text after one would be ignored here but spliced into below.
+  if (conf.is_discarded() || !conf.is_object() || conf_text.find('\0') != std::string::npos)
     throw CniError(ErrorCode::Decoding, "cached delegate config is not a JSON object");
   if (conf.contains("prevResult")) {
     conf["prevResult"] = Json::parse(prev_result_text);

@@ -92,6 +92,9 @@ Json parse_config_object(std::string_view stdin_data) {
   if (stdin_data.size() > kMaxStdinBytes)
     throw CniError(ErrorCode::InvalidConfig, "network config on stdin is larger than 1 MiB (" +
                                                  std::to_string(stdin_data.size()) + " bytes)");
+  // nlohmann's parser ends the document at a NUL byte and would ignore whatever follows it.
+  if (stdin_data.find('\0') != std::string_view::npos)
+    throw CniError(ErrorCode::Decoding, "failed to parse network config on stdin: it contains a NUL byte");
   // Bounded nesting: copying or printing a deeper document recurses far enough to overflow the stack.
   Json config = Json::parse(
       stdin_data,

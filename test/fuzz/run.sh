@@ -90,7 +90,8 @@ for t in "${targets[@]}"; do
   cp -R "test/fuzz/corpus/$t/." "$corpus/"
   log="$work/$t/log"
   status=0
-  "$build/fuzz_$t" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 -max_len="${max_len[$t]}" \
+  # TMPDIR: files a target creates (the cache target's cniDir) go away with $work, even after a crash.
+  TMPDIR="$work/$t" "$build/fuzz_$t" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 -max_len="${max_len[$t]}" \
     -dict="test/fuzz/${dict[$t]}.dict" -print_final_stats=1 -artifact_prefix="$artifacts/" "${extra_args[@]}" \
     "$corpus" >"$log" 2>&1 || status=$?
 

@@ -1,11 +1,16 @@
 // Regression tests for the stdin config found while fuzzing (fuzz_stdin_config with hand-made deep
 // inputs beyond its -max_len): a config nested hundreds of thousands of levels deep parsed fine
 // and then overflowed the stack when parse_meta_config copied it (every verb copies and prints the
-// config). The dispatcher now rejects nesting deeper than 128 levels as a decoding error.
+// config). The dispatcher now rejects nesting deeper than 128 levels as a decoding error. Also a
+// NUL byte: nlohmann's parser ends the document there, so "{...}\0junk" was accepted as a config
+// and with_prev_result spliced prevResult into the junk after the NUL (the spliced text then parsed
+// without it); found by fuzz_stdin_config (corpus/stdin_config/nul-after-object.json).
 #include <catch2/catch.hpp>
 #include <map>
 #include <string>
 
+#include "cni/delegate_config.h"
+#include "cni/error.h"
 #include "cni/netconf.h"
 #include "cni/skel.h"
 
@@ -68,4 +73,26 @@ TEST_CASE("fuzz: VERSION still answers for a deeply nested stdin", "[fuzz]") {
   cni::DispatchOutput out = cni::dispatch(env, config_nested(400000), h);
   CHECK(out.exit_code == 0);
   CHECK(Json::parse(out.stdout_text)["cniVersion"] == "1.0.0");
+}
+
+TEST_CASE("fuzz: a stdin config with a NUL byte is a decoding error", "[fuzz]") {
+  CopyingHandlers h;
+  const std::string conf = R"({"cniVersion":"1.1.0","name":"n","type":"manifold","delegates":[{"type":"bridge"}]})";
+  for (const std::string& stdin_text : {conf + std::string(1, '\0'), conf + std::string(8, '\0') + R"(": "x"}]})",
+                                        std::string(1, '\0') + conf}) {
+    cni::DispatchOutput out = cni::dispatch(add_env(), stdin_text, h);
+    REQUIRE(out.exit_code == 1);
+    Json error = Json::parse(out.stdout_text);
+    CHECK(error["code"] == 6);
+  }
+  CHECK(cni::dispatch(add_env(), conf, h).exit_code == 0);
+}
+
+TEST_CASE("fuzz: with_prev_result refuses config text with a NUL byte", "[fuzz]") {
+  const std::string prev = R"({"cniVersion":"1.0.0","ips":[{"address":"10.1.2.3/24"}]})";
+  const std::string conf = R"({"cniVersion":"1.0.0","type":"bridge"})";
+  CHECK_THROWS_AS(cni::with_prev_result(conf + std::string(1, '\0') + "}", prev), cni::CniError);
+  CHECK_THROWS_AS(cni::with_prev_result(conf + std::string(4, '\0'), prev), cni::CniError);
+  Json spliced = Json::parse(cni::with_prev_result(conf, prev));
+  CHECK(spliced["prevResult"] == Json::parse(prev));
 }
