@@ -69,12 +69,6 @@ void ensure_dir(const std::filesystem::path& dir) {
     throw cni::CniError(cni::ErrorCode::Io, dir.string() + " is not a directory");
 }
 
-void fsync_dir(const std::filesystem::path& dir) {
-  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd.valid()) throw_io("cannot open directory", dir, errno);
-  if (::fsync(fd.get()) != 0) throw_io("cannot fsync directory", dir, errno);
-}
-
 void write_all(const UniqueFd& fd, std::string_view data, const std::filesystem::path& path) {
   while (!data.empty()) {
     ssize_t n = ::write(fd.get(), data.data(), data.size());
@@ -231,11 +225,10 @@ class TempFile {
   TempFile(const TempFile&) = delete;
   TempFile& operator=(const TempFile&) = delete;
 
-  /// Writes, fsyncs, closes and renames the file to `target`.
+  /// Writes, closes and renames the file to `target` (no fsync: see cache.h).
   void commit(std::string_view data, const std::filesystem::path& target) {
     if (::fchmod(fd_.get(), 0600) != 0) throw_io("cannot chmod", path_, errno);
     write_all(fd_, data, path_);
-    if (::fsync(fd_.get()) != 0) throw_io("cannot fsync", path_, errno);
     if (int err = fd_.close_checked()) throw_io("cannot close", path_, err);
     if (::rename(path_.c_str(), target.c_str()) != 0)
       throw_io("cannot rename " + path_.string() + " to", target, errno);
@@ -360,7 +353,6 @@ void FileCache::save(const ContainerRecord& record) {
   ensure_dir(temp_dir);
   TempFile temp(temp_dir, record.container_id);
   temp.commit(text, record_path(record.container_id));
-  fsync_dir(dir_);
 }
 
 void FileCache::remove(const std::string& container_id) {

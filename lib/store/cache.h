@@ -1,8 +1,13 @@
 // The per-container cache (design §7): what DEL, CHECK and GC need to undo or verify an ADD without
 // the API server — the exact bytes of every delegate config and result, interface names and the
 // network-scoping state. FileCache keeps one JSON file per container under cniDir, written
-// atomically (temp file, fsync, rename, fsync dir) with 0700 directories and 0600 files, and
-// serialises calls for one container with a FileLock. MemoryCache is the fake for command tests.
+// atomically (temp file, rename) with 0700 directories and 0600 files, and serialises calls for
+// one container with a FileLock. Writes are not fsync'ed: a reader or a crashed manifold always
+// sees a whole old or whole new file, and only a power loss — which also destroys every network
+// namespace the cache describes — can lose or truncate an entry, which DEL and GC then treat as
+// unreadable (best-effort cleanup). An fsync costs milliseconds to tens of milliseconds on a busy
+// node disk, twice per attachment, which is far over the per-ADD budget (libcni and Multus do not
+// sync their caches either). MemoryCache is the fake for command tests.
 // Container IDs are validated before they become a file name, and cache files are treated as
 // untrusted input on load.
 #pragma once
