@@ -1,4 +1,5 @@
-// manifold as a command for people (when CNI_COMMAND is not set): subcommands parsed with CLI11.
+// manifold as a command for people (when CNI_COMMAND is not set): the subcommands version,
+// validate, inspect, install and gc, parsed with CLI11.
 #pragma once
 
 namespace manifold::plugin {

@@ -28,7 +28,9 @@
 #include "plugin/kube_attachments.h"
 #include "plugin/kube_status.h"
 #include "plugin/logging.h"
+#include "plugin/scoping.h"
 #include "util/ip.h"
+#include "util/log_file.h"
 #include "util/log.h"
 
 extern char** environ;
@@ -118,10 +120,11 @@ k8s::DeviceAllocator device_allocator(const Services& services, const cni::MetaC
 
 // Every attachment of this invocation: from the pod and its NADs when there is one, else static.
 std::vector<Attachment> resolve_attachments(const Services& services, Session& s, KubeAccess& kube,
-                                            const cni::Invocation& inv, const std::optional<Json>& pod) {
+                                            const cni::Invocation& inv, const std::optional<Json>& pod,
+                                            Resolution mode = Resolution::Strict) {
   if (!pod) return resolve_static_attachments(s.config, inv);
   auto devices = device_allocator(services, s.config, *pod);
-  return resolve_pod_attachments(s.config, inv, kube, *pod, devices);
+  return resolve_pod_attachments(s.config, inv, kube, *pod, devices, mode);
 }
 
 std::string attachment_cni_args(const cni::Invocation& inv, const Attachment& a) {
@@ -149,23 +152,81 @@ std::string del_netns(const std::string& netns) {
   return std::filesystem::exists(netns, ec) ? netns : std::string();
 }
 
-// DELs every attachment of `record` in reverse; returns the attachments whose DEL failed and the
-// first error.
+// The iptables runners of the pod namespace `netns`, for network scoping (created on first use).
+IptablesRunnerPool iptables_pool(const Services& s, const std::string& netns) {
+  if (!s.open_iptables) return IptablesRunnerPool::real(netns);
+  return IptablesRunnerPool([&s, netns](int wait) { return s.open_iptables(netns, wait); });
+}
+
+// Network scoping in one pod namespace, for DEL.
+struct ScopingSession {
+  std::unique_ptr<netlink::NetOps> net;
+  IptablesRunnerPool iptables;
+  ScopingEnv env;
+  ScopingSession(const Services& s, const std::string& netns)
+      : net(s.open_netns(netns)), iptables(iptables_pool(s, netns)), env{*net, iptables} {}
+};
+
+// Scoping for DEL in `netns`, or nothing when the namespace is gone (our rules died with it) or no
+// attachment of `record` has scoping state.
+std::unique_ptr<ScopingSession> open_scoping_for_del(const Services& s, const std::string& netns,
+                                                     const store::ContainerRecord& record) {
+  bool any = false;
+  for (const auto& a : record.attachments) any = any || a.extra.contains("scoping");
+  if (!any || netns.empty()) return nullptr;
+  try {
+    return std::make_unique<ScopingSession>(s, netns);
+  } catch (const netlink::NetnsNotFound&) {
+    return nullptr;
+  } catch (const CniError& e) {
+    util::log_warning("cannot open ", netns, " to remove network scoping: ", e.msg());
+    return nullptr;
+  }
+}
+
+// Removes an attachment's network scoping before its delegate's DEL. Its own result, else the
+// runtime's prevResult, names its IPs for the case that the applied state was never cached.
+void remove_attachment_scoping(ScopingEnv& env, const cni::Invocation& inv, const store::AttachmentRecord& a) {
+  std::optional<cni::Result> prev;
+  try {
+    if (!a.result.empty())
+      prev = cni::decode_result_text(a.result, cni::delegate_version(Json::parse(a.config)));
+    else if (inv.config.contains("prevResult"))
+      prev = cni::decode_result(inv.config["prevResult"], inv.version);
+  } catch (const std::exception& e) {
+    util::log_verbose("no usable result for the scoping DEL of ", a.ifname, ": ", e.what());
+  }
+  remove_scoping(env, a.extra["scoping"], a.ifname, prev ? &*prev : nullptr);
+}
+
+// DELs every attachment of `record` in reverse, removing its network scoping first when `scoping`
+// is given; returns the attachments whose DEL failed and the first error.
 std::vector<store::AttachmentRecord> del_all(exec::DelegateRunner& runner, const cni::Invocation& inv,
                                              const store::ContainerRecord& record,
-                                             std::optional<CniError>& first_error) {
+                                             std::optional<CniError>& first_error,
+                                             ScopingEnv* scoping = nullptr) {
   std::vector<store::AttachmentRecord> failed;
   std::string netns = del_netns(record.netns);
   for (size_t i = record.attachments.size(); i-- > 0;) {
     const auto& a = record.attachments[i];
+    bool ok = true;
+    try {
+      if (scoping && a.extra.contains("scoping")) remove_attachment_scoping(*scoping, inv, a);
+    } catch (const CniError& e) {
+      util::log_error("removing the network scoping of \"", a.name, "\" (", a.ifname, ") failed: ", e.msg());
+      if (!first_error) first_error = CniError(e.code(), "removing the network scoping of \"" + a.name + "\" (" +
+                                                             a.ifname + ") failed: " + e.msg(), e.details());
+      ok = false;
+    }
     try {
       runner.del(a.config, a.result, target_for(inv, netns, a));
     } catch (const CniError& e) {
       util::log_error("DEL of network \"", a.name, "\" (", a.ifname, ") failed: ", e.msg());
       if (!first_error) first_error = CniError(e.code(), "DEL of network \"" + a.name + "\" (" + a.ifname +
                                                              ") failed: " + e.msg(), e.details());
-      failed.insert(failed.begin(), a);
+      ok = false;
     }
+    if (!ok) failed.insert(failed.begin(), a);
   }
   return failed;
 }
@@ -174,9 +235,10 @@ std::vector<store::AttachmentRecord> del_all(exec::DelegateRunner& runner, const
 // whose ADD failed; its DEL is attempted but a failure there is only logged (a plugin cleans up after
 // its own failed ADD). The cache entry goes away unless the DEL of an attachment that *had* been
 // added failed; those stay recorded for the runtime's DEL to retry.
-void roll_back(Session& s, const cni::Invocation& inv, store::ContainerRecord& record, bool last_failed) {
+void roll_back(Session& s, const cni::Invocation& inv, store::ContainerRecord& record, bool last_failed,
+               ScopingEnv* scoping) {
   std::optional<CniError> error;
-  auto failed = del_all(*s.runner, inv, record, error);
+  auto failed = del_all(*s.runner, inv, record, error, scoping);
   if (last_failed && !failed.empty() && !record.attachments.empty() &&
       failed.back().ifname == record.attachments.back().ifname)
     failed.pop_back();
@@ -258,9 +320,12 @@ std::string Commands::add(const cni::Invocation& inv) {
   KubeAccess kube(services_, s.config);
   auto pod = lookup_pod(kube, inv);
   auto attachments = resolve_attachments(services_, s, kube, inv, pod);
+  auto plans = plan_attachments_scoping(s.config.scoping, attachments);  // strips the keys; a bad one is 7
   preflight_plugins(s, attachments);
   auto lock = s.cache->lock(inv.container_id);
   auto netns = services_.open_netns(inv.netns);
+  IptablesRunnerPool iptables = iptables_pool(services_, inv.netns);
+  ScopingEnv scoping{*netns, iptables};
 
   store::ContainerRecord record;
   record.container_id = inv.container_id;
@@ -268,7 +333,8 @@ std::string Commands::add(const cni::Invocation& inv) {
   record.ifname = inv.ifname;
   record.cni_version = inv.version;
   try {
-    for (const auto& a : attachments) {
+    for (size_t i = 0; i < attachments.size(); ++i) {
+      const auto& a = attachments[i];
       if (netns->find_link(a.ifname))
         throw CniError(ErrorCode::InterfaceExists,
                        "cannot attach network \"" + a.name + "\": interface name " + a.ifname +
@@ -280,10 +346,13 @@ std::string Commands::add(const cni::Invocation& inv) {
       rec.config = cni::prepare_delegate(a.delegate, a.runtime_config, s.config.cni_version).dump();
       rec.extra["cniArgs"] = attachment_cni_args(inv, a);
       if (!a.device_info_file.empty()) rec.extra["deviceInfoFile"] = a.device_info_file;
+      if (Json st = initial_scoping_state(plans[i]); !st.is_null()) rec.extra["scoping"] = st;
       record.attachments.push_back(rec);
       s.cache->save(record);  // before the delegate runs, so a crash can still be cleaned up
 
       util::log_verbose("ADD network \"", a.name, "\" as ", a.ifname);
+      if (util::Logger::instance().enabled(util::LogLevel::Debug))
+        util::log_debug("delegate config of \"", a.name, "\": ", util::redacted_dump(Json::parse(rec.config)));
       std::string result = s.runner->add(rec.config, target_for(inv, inv.netns, rec));
       record.attachments.back().result = result;
       try {
@@ -293,15 +362,23 @@ std::string Commands::add(const cni::Invocation& inv) {
                        "network \"" + a.name + "\" returned an invalid result: " + e.msg());
       }
       s.cache->save(record);
+      if (plans[i].active()) {
+        auto& added = record.attachments.back();
+        added.extra["scoping"] = apply_scoping(scoping, plans[i], decode_attachment_result(added));
+        if (Json fields = scoping_status_fields(added.extra["scoping"]); !fields.empty())
+          added.extra["statusFields"] = fields;
+        s.cache->save(record);
+      }
     }
+    if (!apply_default_routes_to_record(scoping, plans, record).empty()) s.cache->save(record);
     if (pod) publish_status(kube, *services_.files, s.config, inv, *pod, record);
     return render_result(record, inv, s.config.return_all_results);
   } catch (const CniError& e) {
     util::log_error("ADD failed, rolling back ", record.attachments.size(), " attachment(s): ", e.msg());
-    roll_back(s, inv, record, !record.attachments.empty() && record.attachments.back().result.empty());
+    roll_back(s, inv, record, !record.attachments.empty() && record.attachments.back().result.empty(), &scoping);
     throw;
   } catch (...) {
-    roll_back(s, inv, record, !record.attachments.empty() && record.attachments.back().result.empty());
+    roll_back(s, inv, record, !record.attachments.empty() && record.attachments.back().result.empty(), &scoping);
     throw;
   }
 }
@@ -330,17 +407,26 @@ std::string Commands::del(const cni::Invocation& inv) {
       try {
         KubeAccess kube(services_, s.config);
         auto pod = lookup_pod(kube, inv);
-        attachments = resolve_attachments(services_, s, kube, inv, pod);
+        attachments = resolve_attachments(services_, s, kube, inv, pod, Resolution::BestEffort);
       } catch (const CniError& e) {
         util::log_error("cannot resolve the pod's networks for DEL (", e.msg(), "); using the configured ones");
         attachments = resolve_static_attachments(s.config, inv);
       }
-      for (const auto& a : attachments) {
+      std::vector<ScopingPlan> plans;
+      try {
+        plans = plan_attachments_scoping(s.config.scoping, attachments);
+      } catch (const CniError& e) {
+        util::log_error("cannot plan the network scoping for DEL: ", e.msg());
+      }
+      for (size_t i = 0; i < attachments.size(); ++i) {
+        const auto& a = attachments[i];
         store::AttachmentRecord rec;
         rec.name = a.name;
         rec.ifname = a.ifname;
         rec.cluster_network = a.cluster_network;
         rec.config = cni::prepare_delegate(a.delegate, a.runtime_config, s.config.cni_version).dump();
+        if (i < plans.size())
+          if (Json st = initial_scoping_state(plans[i]); !st.is_null()) rec.extra["scoping"] = st;
         record->attachments.push_back(rec);
       }
     } catch (const CniError& e) {
@@ -348,7 +434,10 @@ std::string Commands::del(const cni::Invocation& inv) {
     }
   }
   std::optional<CniError> error;
-  auto failed = del_all(*s.runner, inv, *record, error);
+  // A rebuilt record's scoping is looked for in the runtime's namespace: found by our chain names
+  // and by rules at our priority from the prevResult IPs, it can only be ours.
+  auto scoping = open_scoping_for_del(services_, del_netns(rebuilt ? inv.netns : record->netns), *record);
+  auto failed = del_all(*s.runner, inv, *record, error, scoping ? &scoping->env : nullptr);
   if (rebuilt) {
     // Best effort: nothing proves these delegates were ever added, so their errors are only logged.
     if (error) util::log_error("best-effort DEL without a cache entry: ", error->msg());
@@ -372,12 +461,19 @@ std::string Commands::check(const cni::Invocation& inv) {
   if (!record || record->attachments.empty())
     throw CniError(ErrorCode::UnknownContainer, "no attachments are recorded for container " + inv.container_id);
   auto netns = services_.open_netns(inv.netns);
+  IptablesRunnerPool iptables = iptables_pool(services_, inv.netns);
+  ScopingEnv scoping{*netns, iptables};
   for (const auto& a : record->attachments) {
     if (a.result.empty())
       throw CniError(ErrorCode::CheckFailed, "network \"" + a.name + "\" was never completely added");
     check_interface(*netns, a);
     if (!s.runner->check(a.config, a.result, target_for(inv, inv.netns, a)))
       util::log_verbose("network \"", a.name, "\" is older than 0.4.0 and has no CHECK; checked its interface only");
+    if (!a.extra.contains("scoping")) continue;
+    std::string diffs;
+    for (const auto& d : check_scoping(scoping, a.extra["scoping"])) diffs += (diffs.empty() ? "" : "; ") + d;
+    if (!diffs.empty())
+      throw CniError(ErrorCode::CheckFailed, "network \"" + a.name + "\" (" + a.ifname + "): " + diffs);
   }
   return "";
 }
@@ -451,6 +547,12 @@ Services real_services(exec::ProcessRunner& runner) {
   };
   s.open_netns = [](const std::string& path) -> std::unique_ptr<netlink::NetOps> {
     return std::make_unique<netlink::RealNetOps>(path);
+  };
+  s.open_iptables = [](const std::string& netns, int wait) -> std::unique_ptr<firewall::IptablesRunner> {
+    firewall::RealIptablesRunner::Options options;
+    options.netns_path = netns;
+    options.lock_wait_seconds = wait;
+    return std::make_unique<firewall::RealIptablesRunner>(options);
   };
   s.file_exists = [](const std::string& path) { return ::access(path.c_str(), F_OK) == 0; };
   s.files = std::make_shared<util::RealFileReader>();

@@ -12,6 +12,7 @@
 
 #include "cni/skel.h"
 #include "exec/process.h"
+#include "firewall/runner.h"
 #include "k8s/http.h"
 #include "k8s/kubeconfig.h"
 #include "k8s/retry.h"
@@ -29,6 +30,10 @@ struct Services {
   std::function<std::unique_ptr<store::Cache>(const std::string& dir)> open_cache;
   /// Opens netlink operations inside a network namespace path.
   std::function<std::unique_ptr<netlink::NetOps>(const std::string& netns)> open_netns;
+  /// Opens an iptables runner inside a network namespace path, with the legacy lock wait in seconds
+  /// (network scoping; only called for attachments with a mesh). Unset: the node's iptables.
+  std::function<std::unique_ptr<firewall::IptablesRunner>(const std::string& netns, int lock_wait_seconds)>
+      open_iptables;
   /// True if a file exists (readiness indicator).
   std::function<bool(const std::string& path)> file_exists;
   /// Sleeps (readiness polling).

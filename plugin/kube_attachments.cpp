@@ -8,6 +8,7 @@
 #include "cni/error.h"
 #include "k8s/isolation.h"
 #include "k8s/nad_config.h"
+#include "k8s/pod_object.h"
 #include "k8s/selection.h"
 #include "util/log.h"
 
@@ -34,7 +35,8 @@ class NadResolver {
         if (!e.not_found()) throw;
         if (allow_missing) return std::nullopt;
         throw CniError(ErrorCode::NetworkNotFound, "cannot find a network-attachment-definition (" + name +
-                                                       ") in namespace (" + ns + "): " + e.msg());
+                                                       ") in namespace (" + ns + "): network-attachment-definition " +
+                                                       ns + "/" + name + " does not exist");
       }
     }
     return it->second;
@@ -92,8 +94,11 @@ void apply_selection(Attachment& a, const k8s::SelectionElement& e, bool runtime
   }
   a.has_default_route = e.has_default_route;
   a.default_route = e.default_route;
-  if (runtime_overrides)
-    for (const auto& [k, v] : k8s::runtime_config_for(e).items()) a.runtime_config[k] = v;
+  if (runtime_overrides) {
+    // A named local: items() of a temporary would dangle inside a range-for (before C++23).
+    const Json overrides = k8s::runtime_config_for(e);
+    for (const auto& [k, v] : overrides.items()) a.runtime_config[k] = v;
+  }
 }
 
 // Where the delegate of `a` finds (and leaves) its device-info file: <dir>/cni/<name>-<cid>_<ifname>.
@@ -121,14 +126,7 @@ void apply_device(Attachment& a, const Json& nad, const cni::MetaConfig& config,
 
 }  // namespace
 
-std::string pod_annotation(const Json& pod, const std::string& key) {
-  auto meta = pod.find("metadata");
-  if (meta == pod.end() || !meta->is_object()) return "";
-  auto ann = meta->find("annotations");
-  if (ann == meta->end() || !ann->is_object()) return "";
-  auto v = ann->find(key);
-  return v != ann->end() && v->is_string() ? v->get<std::string>() : std::string();
-}
+std::string pod_annotation(const Json& pod, const std::string& key) { return k8s::pod_annotation_value(pod, key); }
 
 Json fetch_pod(KubeAccess& kube, const cni::PodRef& ref) {
   Json pod;
@@ -140,10 +138,8 @@ Json fetch_pod(KubeAccess& kube, const cni::PodRef& ref) {
                                                 " does not exist in the Kubernetes API; not attaching it");
     throw;
   }
-  std::string uid;
-  if (pod.contains("metadata") && pod["metadata"].is_object() && pod["metadata"].contains("uid") &&
-      pod["metadata"]["uid"].is_string())
-    uid = pod["metadata"]["uid"].get<std::string>();
+  k8s::validate_pod_object(pod, ref.namespace_, ref.name);
+  std::string uid = k8s::pod_metadata_string(pod, "uid");
   bool static_pod = !pod_annotation(pod, "kubernetes.io/config.source").empty();
   if (!ref.uid.empty() && uid != ref.uid && !static_pod)
     throw CniError(ErrorCode::Kubernetes, "expected pod UID \"" + ref.uid + "\" but got \"" + uid +
@@ -152,40 +148,67 @@ Json fetch_pod(KubeAccess& kube, const cni::PodRef& ref) {
 }
 
 std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, const cni::Invocation& inv,
-                                                KubeAccess& kube, const Json& pod, k8s::DeviceAllocator& devices) {
+                                                KubeAccess& kube, const Json& pod, k8s::DeviceAllocator& devices,
+                                                Resolution mode) {
   auto ref = cni::pod_ref_from(inv.args);
   auto policy = k8s::namespace_policy_from_config(config.raw);
   NadResolver nads(kube, config);
   std::vector<Attachment> out;
+  std::vector<bool> skipped;
+
+  // Adds the attachment `make` builds. In best-effort mode a network that cannot be resolved keeps
+  // its place (so the others keep their interface names) and is dropped once names are assigned.
+  auto add = [&](const std::string& what, bool cluster, auto&& make) {
+    if (mode == Resolution::Strict) {
+      out.push_back(make());
+      skipped.push_back(false);
+      return;
+    }
+    try {
+      out.push_back(make());
+      skipped.push_back(false);
+    } catch (const CniError& e) {
+      util::log_warning("skipping network ", what, ", which cannot be resolved: ", e.msg());
+      Attachment placeholder;
+      placeholder.name = what;
+      placeholder.cluster_network = cluster;
+      out.push_back(std::move(placeholder));
+      skipped.push_back(true);
+    }
+  };
+  auto from_nad = [&](const k8s::SelectionElement& e, bool cluster) {
+    Json nad = *nads.fetch(e.namespace_, e.name, false);
+    Attachment a;
+    a.cluster_network = cluster;
+    a.from_nad = true;
+    a.name = e.namespace_ + "/" + e.name;
+    a.delegate = nads.delegate_of(nad, e.namespace_, e.name);
+    a.runtime_config = config.runtime_config;
+    apply_selection(a, e, !cluster);  // the cluster network never gets per-network overrides
+    apply_device(a, nad, config, inv, devices);
+    return a;
+  };
 
   // 1. The cluster network.
   std::string override_value = pod_annotation(pod, std::string(k8s::kDefaultNetworkAnnotation));
   if (!override_value.empty()) {
     auto e = k8s::parse_default_network_annotation(override_value, config.multus_namespace);
-    Json nad = *nads.fetch(e.namespace_, e.name, false);
-    Attachment a;
-    a.cluster_network = true;
-    a.from_nad = true;
-    a.name = e.namespace_ + "/" + e.name;
-    a.delegate = nads.delegate_of(nad, e.namespace_, e.name);
-    a.runtime_config = config.runtime_config;
-    apply_selection(a, e, false);
-    apply_device(a, nad, config, inv, devices);
-    out.push_back(std::move(a));
+    add(e.namespace_ + "/" + e.name, true, [&] { return from_nad(e, true); });
   } else if (!config.cluster_network.empty()) {
-    out.push_back(resolve_named_network(config.cluster_network, true, config, nads));
+    add(config.cluster_network, true, [&] { return resolve_named_network(config.cluster_network, true, config, nads); });
   } else {
     Attachment a;
     a.cluster_network = true;
     a.delegate = config.delegates.front();
     a.name = cni::delegate_name(a.delegate);
     a.runtime_config = config.runtime_config;
-    out.push_back(std::move(a));
+    add(a.name, true, [&] { return a; });
   }
 
   // 2. defaultNetworks (and the remaining inline delegates), except for system namespaces.
   if (!k8s::is_system_namespace(policy, ref.namespace_)) {
-    for (const auto& name : config.default_networks) out.push_back(resolve_named_network(name, false, config, nads));
+    for (const auto& name : config.default_networks)
+      add(name, false, [&] { return resolve_named_network(name, false, config, nads); });
   }
   if (config.cluster_network.empty())
     for (size_t i = 1; i < config.delegates.size(); ++i) {
@@ -193,30 +216,39 @@ std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, c
       a.delegate = config.delegates[i];
       a.name = cni::delegate_name(a.delegate);
       a.runtime_config = config.runtime_config;
-      out.push_back(std::move(a));
+      add(a.name, false, [&] { return a; });
     }
 
-  // 3. The pod's networks annotation.
-  std::string networks = pod_annotation(pod, std::string(k8s::kNetworksAnnotation));
-  for (const auto& e : k8s::parse_networks_annotation(networks, ref.namespace_)) {
-    k8s::check_isolation(policy, ref.namespace_, e.namespace_);
-    Json nad = *nads.fetch(e.namespace_, e.name, false);
-    Attachment a;
-    a.from_nad = true;
-    a.name = e.namespace_ + "/" + e.name;
-    a.delegate = nads.delegate_of(nad, e.namespace_, e.name);
-    a.runtime_config = config.runtime_config;
-    apply_selection(a, e, true);
-    out.push_back(std::move(a));
-    apply_device(out.back(), nad, config, inv, devices);
+  // 3. The pod's networks annotation. Namespace isolation is checked for every element before any
+  // NAD is read, so a violation reads nothing across namespaces.
+  std::vector<k8s::SelectionElement> elements;
+  try {
+    elements = k8s::parse_networks_annotation(pod_annotation(pod, std::string(k8s::kNetworksAnnotation)),
+                                              ref.namespace_);
+  } catch (const CniError& e) {
+    if (mode == Resolution::Strict) throw;
+    util::log_warning("skipping the pod's networks annotation, which cannot be parsed: ", e.msg());
   }
+  if (mode == Resolution::Strict)
+    for (const auto& e : elements) k8s::check_isolation(policy, ref.namespace_, e.namespace_);
+  for (const auto& e : elements)
+    add(e.namespace_ + "/" + e.name, false, [&] {
+      k8s::check_isolation(policy, ref.namespace_, e.namespace_);
+      return from_nad(e, false);
+    });
+
   assign_interface_names(out, inv.ifname);
-  for (auto& a : out)
+  std::vector<Attachment> kept;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (skipped[i]) continue;
+    Attachment& a = out[i];
     if (!a.device_info_file.empty()) {
       a.device_info_file = device_info_path(config, inv, a);
       a.runtime_config["CNIDeviceInfoFile"] = a.device_info_file;
     }
-  return out;
+    kept.push_back(std::move(a));
+  }
+  return kept;
 }
 
 }  // namespace manifold::plugin

@@ -21,9 +21,17 @@ namespace manifold::plugin {
 /// the kubernetes.io/config.source annotation, are exempt). A missing pod is an error naming it.
 Json fetch_pod(KubeAccess& kube, const cni::PodRef& ref);
 
+/// How resolve_pod_attachments treats a network it cannot resolve.
+enum class Resolution {
+  Strict,      ///< ADD: any failure is the error of the whole resolution
+  BestEffort,  ///< DEL without a cache: such a network is skipped (logged); the others keep the
+               ///< interface names they had at ADD, so their delegates can release what they hold
+};
+
 /// Resolves every attachment of `pod`. `devices` hands out kubelet-allocated device IDs.
 std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, const cni::Invocation& inv,
-                                                KubeAccess& kube, const Json& pod, k8s::DeviceAllocator& devices);
+                                                KubeAccess& kube, const Json& pod, k8s::DeviceAllocator& devices,
+                                                Resolution mode = Resolution::Strict);
 
 /// The pod's annotation `key`, or "" when absent (or not a string).
 std::string pod_annotation(const Json& pod, const std::string& key);

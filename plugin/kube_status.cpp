@@ -10,6 +10,7 @@
 #include "cni/result_codec.h"
 #include "cni/delegate_config.h"
 #include "k8s/api_client.h"
+#include "k8s/pod_object.h"
 #include "util/log.h"
 
 namespace manifold::plugin {
@@ -49,7 +50,9 @@ std::vector<k8s::StatusInput> status_inputs(const store::ContainerRecord& record
     in.ifname_requested = a.ifname;
     for (const auto& i : r.interfaces) in.interfaces.push_back({i.name, i.mac, i.mtu.value_or(0), i.sandbox});
     for (const auto& ip : r.ips) in.ips.push_back({ip.address, ip.interface, ip.gateway});
-    in.gateways = cni::default_route_gateways(r);
+    std::vector<k8s::StatusRoute> routes;
+    for (const auto& route : r.routes) routes.push_back({route.dst, route.gw});
+    in.gateways = k8s::installed_default_gateways(routes, in.ips);
     in.dns = {r.dns.nameservers, r.dns.domain, r.dns.search, r.dns.options};
     in.device_info = read_device_info(files, a.extra.value("deviceInfoFile", std::string()));
     in.extra_fields = a.extra.contains("statusFields") ? a.extra["statusFields"] : Json();
@@ -73,7 +76,12 @@ void write_network_status(KubeAccess& kube, const cni::PodRef& ref, Json pod, co
         throw cni::CniError(cni::ErrorCode::Kubernetes, "error setting the network status of pod " +
                                                             ref.namespace_ + "/" + ref.name + ": " + e.msg());
       util::log_verbose("network-status update of ", ref.namespace_, "/", ref.name, " conflicted; re-reading the pod");
+      std::string uid = k8s::pod_metadata_string(pod, "uid");
       pod = kube.get_pod(ref.namespace_, ref.name);
+      k8s::validate_pod_object(pod, ref.namespace_, ref.name);
+      if (k8s::pod_metadata_string(pod, "uid") != uid)
+        throw cni::CniError(cni::ErrorCode::Kubernetes, "error setting the network status of pod " + ref.namespace_ +
+                                                            "/" + ref.name + ": the pod was replaced during the ADD");
     }
   }
 }
@@ -114,7 +122,10 @@ void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod
     try {
       kube.create_event(ref.namespace_, ev);
     } catch (const cni::CniError& e) {
-      util::log_warning("could not send the AddedInterface event for ", a.ifname, ": ", e.msg());
+      // Best effort: one failure means the others would most likely fail (and wait) too.
+      util::log_warning("could not send the AddedInterface event for ", a.ifname, " (", e.msg(),
+                        "); not sending the remaining ", record.attachments.size() - n, " event(s)");
+      return;
     }
   }
 }

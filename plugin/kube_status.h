@@ -1,7 +1,8 @@
 // What manifold writes back to Kubernetes after an ADD: the k8s.v1.cni.cncf.io/network-status
 // annotation (one entry per attachment, Multus's exact format, via PUT pods/status reusing the
 // pod's resourceVersion and re-GET + retry only on 409) and one AddedInterface Event per
-// attachment (best effort: an Event never fails the ADD).
+// attachment (best effort: an Event never fails the ADD, is not retried, and the first failure
+// stops the rest).
 #pragma once
 
 #include <vector>
@@ -21,7 +22,8 @@ std::vector<k8s::StatusInput> status_inputs(const store::ContainerRecord& record
 /// Writes the network-status annotation. `pod` is the pod as fetched at the start of the ADD.
 void write_network_status(KubeAccess& kube, const cni::PodRef& ref, Json pod, const std::string& value);
 
-/// Sends one AddedInterface Event per attachment; failures are logged and swallowed.
+/// Sends one AddedInterface Event per attachment, one attempt each; the first failure is logged and
+/// ends the sending (Events are best effort and never fail or delay the ADD).
 void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod,
                        const store::ContainerRecord& record);
 

@@ -24,6 +24,9 @@ echo "== unit tests under ASan/UBSan"
    UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
    ctest --output-on-failure -L unit -j "$jobs") || status=1
 
+echo "== fuzzing every parser for a bounded time under ASan+UBSan (libFuzzer, clang)"
+bash test/fuzz/run.sh "${MANIFOLD_FUZZ_SECONDS:-15}" || status=1
+
 echo "== all tests (unit + integration), Debug build"
 (cd build/debug && ctest --output-on-failure -j "$jobs") || status=1
 

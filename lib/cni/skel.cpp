@@ -41,6 +41,9 @@ std::string env_or_empty(const std::map<std::string, std::string>& env, const ch
   return it == env.end() ? std::string() : it->second;
 }
 
+/// Deepest nesting accepted in the stdin config (real ones nest about ten levels).
+constexpr int kMaxConfigDepth = 128;
+
 const std::string& newest_version() { return supported_versions().back(); }
 
 // The version errors are printed in: the config's when it is a supported one.
@@ -89,7 +92,16 @@ Json parse_config_object(std::string_view stdin_data) {
   if (stdin_data.size() > kMaxStdinBytes)
     throw CniError(ErrorCode::InvalidConfig, "network config on stdin is larger than 1 MiB (" +
                                                  std::to_string(stdin_data.size()) + " bytes)");
-  Json config = Json::parse(stdin_data, nullptr, false);
+  // Bounded nesting: copying or printing a deeper document recurses far enough to overflow the stack.
+  Json config = Json::parse(
+      stdin_data,
+      [](int depth, Json::parse_event_t, Json&) {
+        if (depth > kMaxConfigDepth)
+          throw CniError(ErrorCode::Decoding, "failed to parse network config on stdin: JSON nested deeper than " +
+                                                  std::to_string(kMaxConfigDepth) + " levels");
+        return true;
+      },
+      false);
   if (config.is_discarded())
     throw CniError(ErrorCode::Decoding, "failed to parse network config on stdin: invalid JSON");
   if (!config.is_object())

@@ -24,6 +24,7 @@
 #include <utility>
 
 #include "cni/error.h"
+#include "util/unique_fd.h"
 
 namespace manifold::exec {
 
@@ -45,33 +46,7 @@ constexpr int kFinalDrainRounds = 4;
   throw cni::CniError(cni::ErrorCode::Internal, what + ": " + std::strerror(err));
 }
 
-/// Owns one file descriptor.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
+using Fd = util::UniqueFd;
 
 /// Returns `fd` renumbered to >= 3 (still close-on-exec), so that the child's dup2 onto 0/1/2 can
 /// never overwrite another pipe end even when manifold itself was started with 0–2 closed.
@@ -448,9 +423,6 @@ int spawn(Sleeper& sleeper, const std::string& path, const std::vector<std::stri
 
 }  // namespace
 
-void RealSleeper::sleep_for(std::chrono::milliseconds duration) {
-  std::this_thread::sleep_for(duration);
-}
 
 RealProcessRunner::RealProcessRunner() : sleeper_(own_sleeper_) {}
 

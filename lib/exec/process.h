@@ -5,6 +5,8 @@
 // captured output, kills the whole group on timeout, retries "text file busy" and always reaps.
 #pragma once
 
+#include "util/sleeper.h"
+
 #include <chrono>
 #include <cstddef>
 #include <deque>
@@ -62,20 +64,10 @@ class ProcessRunner {
   virtual ProcessResult run(const ProcessRequest& request) = 0;
 };
 
-/// Pauses the calling thread. Abstract so retry back-offs cost nothing in tests.
-class Sleeper {
- public:
-  virtual ~Sleeper() = default;
-  /// Sleeps for `duration`.
-  virtual void sleep_for(std::chrono::milliseconds duration) = 0;
-};
-
-/// The real Sleeper (std::this_thread::sleep_for).
-class RealSleeper final : public Sleeper {
- public:
-  /// Sleeps for `duration`.
-  void sleep_for(std::chrono::milliseconds duration) override;
-};
+/// Pauses the calling thread (util::Sleeper).
+using Sleeper = util::Sleeper;
+/// The real Sleeper.
+using RealSleeper = util::RealSleeper;
 
 /// Spawns real processes with posix_spawn.
 class RealProcessRunner final : public ProcessRunner {

@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "cni/error.h"
+#include "util/unique_fd.h"
 
 namespace manifold::firewall {
 
@@ -27,33 +28,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A move-only owned file descriptor.
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { reset(); }
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
+using UniqueFd = util::UniqueFd;
 
 // A forked child that is killed and reaped unless it was waited for.
 class ChildProcess {

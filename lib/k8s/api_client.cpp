@@ -13,6 +13,8 @@ namespace {
 
 constexpr std::size_t kMaxTokenFileBytes = 64 * 1024;
 constexpr std::size_t kMaxServerMessage = 1024;
+/// Deepest nesting accepted in an answer (pods, managedFields included, nest about 20 levels).
+constexpr int kMaxAnswerDepth = 256;
 
 bool is_alnum_lower(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 
@@ -223,15 +225,24 @@ Json ApiClient::call_for_object(const std::string& method, const Target& target,
   const std::string what = "Kubernetes API answer to " + method + " " + target.describe();
   Json j;
   try {
-    j = Json::parse(response.body);
+    // Bounded nesting: the pod is printed again for PUT, and printing recurses.
+    j = Json::parse(response.body, [&what](int depth, Json::parse_event_t, Json&) {
+      if (depth > kMaxAnswerDepth)
+        throw cni::CniError(cni::ErrorCode::Decoding,
+                            what + " is nested deeper than " + std::to_string(kMaxAnswerDepth) + " levels");
+      return true;
+    });
   } catch (const Json::parse_error& e) {
     throw cni::CniError(cni::ErrorCode::Decoding,
                         what + " is not valid JSON (error at byte " + std::to_string(e.byte) + ")");
+  } catch (const Json::exception&) {  // out_of_range: a number beyond the range of a double
+    throw cni::CniError(cni::ErrorCode::Decoding, what + " is not valid JSON (a number is out of range)");
   }
   if (!j.is_object()) throw cni::CniError(cni::ErrorCode::Decoding, what + " is not a JSON object");
   if (auto k = j.find("kind"); k != j.end() && k->is_string() && k->get<std::string>() != kind)
     throw cni::CniError(cni::ErrorCode::Decoding,
-                        what + " has kind " + quote(k->get<std::string>()) + ", expected " + std::string(kind));
+                        what + " has kind " + quote(sanitize(k->get<std::string>())) + ", expected " +
+                            std::string(kind));
   return j;
 }
 

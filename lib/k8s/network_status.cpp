@@ -15,6 +15,7 @@
 #include <map>
 
 #include "cni/error.h"
+#include "util/ip.h"
 
 namespace manifold::k8s {
 namespace {
@@ -372,6 +373,33 @@ std::string go_ip_string(const std::string& text) {
     char hex[8];
     std::snprintf(hex, sizeof hex, "%x", group[g]);
     out += hex;
+  }
+  return out;
+}
+
+std::vector<std::string> installed_default_gateways(const std::vector<StatusRoute>& routes,
+                                                    const std::vector<StatusIp>& ips) {
+  auto family_of_prefix = [](const std::string& cidr) {
+    auto p = util::parse_cidr(cidr);
+    return p ? p->address.family : 0;
+  };
+  std::vector<std::string> out;
+  for (const StatusRoute& route : routes) {
+    if (!util::is_default_route_dst(route.dst)) continue;
+    std::optional<util::IpAddress> gw = util::parse_ip(route.gw);
+    if (!gw) {
+      const int family = family_of_prefix(route.dst);
+      for (const StatusIp& ip : ips) {
+        auto candidate = util::parse_ip(ip.gateway);
+        if (candidate && candidate->family == family && family_of_prefix(ip.address) == family) {
+          gw = candidate;
+          break;
+        }
+      }
+    }
+    if (!gw) continue;
+    std::string text = gw->str();
+    if (std::find(out.begin(), out.end(), text) == out.end()) out.push_back(std::move(text));
   }
   return out;
 }

@@ -34,6 +34,12 @@ struct StatusIp {
   std::string gateway;           ///< empty when the result has none
 };
 
+/// A route of a delegate's result.
+struct StatusRoute {
+  std::string dst;  ///< CIDR, e.g. "0.0.0.0/0"
+  std::string gw;   ///< empty when the route has none
+};
+
 /// The DNS block of a delegate's result.
 struct StatusDns {
   std::vector<std::string> nameservers;
@@ -63,6 +69,13 @@ struct StatusInput {
 /// an object or has a field of the wrong type). An attachment whose result has no interface
 /// produces no entry, as in Multus. Returns "[]" when there is no entry at all.
 std::string render_network_status(const std::vector<StatusInput>& attachments);
+
+/// The gateways of the default routes a delegate's result installs, canonical, without duplicates,
+/// in route order. A default route's own `gw` is used; a default route without one goes through the
+/// gateway of the first IP of its family that has one (what the reference plugins' IPAM setup
+/// installs), and is a device route listing nothing when there is none.
+std::vector<std::string> installed_default_gateways(const std::vector<StatusRoute>& routes,
+                                                    const std::vector<StatusIp>& ips);
 
 /// Serialises `value` exactly as Go's json.MarshalIndent(v, "", "    ") would serialise the same
 /// value (object keys in the given order): `<`, `>`, `&`, U+2028 and U+2029 escaped as \u003c…,

@@ -322,8 +322,10 @@ class FileCache::Guard final : public LockGuard {
   std::unique_ptr<FileLock> lock_;
 };
 
+// Not a delegating constructor: naming own_sleeper_ before any constructor of the object has begun
+// is undefined behaviour; here it is constructed (declared before sleeper_) when sleeper_ binds.
 FileCache::FileCache(std::filesystem::path dir)
-    : FileCache(std::move(dir), kDefaultLockTimeout, own_sleeper_) {}
+    : dir_(std::move(dir)), lock_timeout_(kDefaultLockTimeout), sleeper_(own_sleeper_) {}
 
 FileCache::FileCache(std::filesystem::path dir, std::chrono::milliseconds lock_timeout,
                      Sleeper& sleeper)

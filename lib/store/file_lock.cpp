@@ -52,29 +52,6 @@ UniqueFd open_lock_file(const std::filesystem::path& path) {
 
 }  // namespace
 
-void RealSleeper::sleep_for(std::chrono::milliseconds duration) {
-  std::this_thread::sleep_for(duration);
-}
-
-UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
-  if (this != &other) {
-    reset();
-    fd_ = std::exchange(other.fd_, -1);
-  }
-  return *this;
-}
-
-void UniqueFd::reset() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
-
-int UniqueFd::close_checked() {
-  if (fd_ < 0) return 0;
-  int rc = ::close(std::exchange(fd_, -1));
-  return rc == 0 || errno == EINTR ? 0 : errno;
-}
-
 std::unique_ptr<FileLock> FileLock::acquire(const std::filesystem::path& path,
                                             std::chrono::milliseconds timeout, Sleeper& sleeper) {
   std::chrono::milliseconds waited{0};

@@ -6,6 +6,9 @@
 // the wait bound exact and testable. Also home of the small fd owner the store uses.
 #pragma once
 
+#include "util/sleeper.h"
+#include "util/unique_fd.h"
+
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -19,46 +22,12 @@ class LockGuard {
   virtual ~LockGuard() = default;
 };
 
-/// Pauses the calling thread. Abstract so lock waits cost no real time in tests.
-class Sleeper {
- public:
-  virtual ~Sleeper() = default;
-  /// Sleeps for `duration`.
-  virtual void sleep_for(std::chrono::milliseconds duration) = 0;
-};
-
-/// The real Sleeper (std::this_thread::sleep_for).
-class RealSleeper final : public Sleeper {
- public:
-  /// Sleeps for `duration`.
-  void sleep_for(std::chrono::milliseconds duration) override;
-};
-
-/// Owns one file descriptor (move-only, closed on destruction, no implicit int conversion).
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  /// Takes ownership of `fd` (may be -1).
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept;
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { reset(); }
-
-  /// The descriptor, or -1.
-  int get() const { return fd_; }
-  /// True when a descriptor is owned.
-  bool valid() const { return fd_ >= 0; }
-  /// Closes the descriptor now (close errors ignored).
-  void reset();
-  /// Closes the descriptor and returns close()'s errno (0 on success); for written files, where a
-  /// failing close can mean lost data.
-  int close_checked();
-
- private:
-  int fd_ = -1;
-};
+/// Pauses the calling thread (shared with lib/exec: util::Sleeper).
+using Sleeper = util::Sleeper;
+/// The real Sleeper.
+using RealSleeper = util::RealSleeper;
+/// Owns one file descriptor (util::UniqueFd).
+using UniqueFd = util::UniqueFd;
 
 /// An exclusive flock on a lock file, held until destruction.
 class FileLock final : public LockGuard {

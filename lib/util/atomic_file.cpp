@@ -1,0 +1,145 @@
+// Implementation of atomic file writes and copies: mkostemp in the target directory, write, fchmod,
+// fsync, rename over the destination, fsync the directory. Every fd is owned by an RAII guard and
+// the temp file is unlinked on every failure path.
+#include "util/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "cni/error.h"
+
+namespace manifold::util {
+
+namespace {
+
+// Owns one file descriptor.
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  ~Fd() { reset(); }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  void reset(int fd = -1) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+  }
+  // Closes and reports the close error (write-back errors can surface here).
+  int close_checked() {
+    int rc = fd_ >= 0 ? ::close(fd_) : 0;
+    fd_ = -1;
+    return rc;
+  }
+
+ private:
+  int fd_;
+};
+
+[[noreturn]] void io_error(const std::string& what, const std::string& path, int err) {
+  throw cni::CniError(cni::ErrorCode::Io, what + " " + path + ": " + std::strerror(err));
+}
+
+void write_all(int fd, std::string_view data, const std::string& path) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) io_error("cannot write", path, n < 0 ? errno : EIO);
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+// A temp file next to the destination; unlinked unless committed.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& dst) : dst_(dst) {
+    std::filesystem::path p(dst);
+    std::string name = p.filename().string();
+    if (name.empty()) throw cni::CniError(cni::ErrorCode::Io, "invalid destination path " + dst);
+    path_ = (p.parent_path() / ("." + name + ".tmp-XXXXXX")).string();
+    fd_.reset(::mkostemp(path_.data(), O_CLOEXEC));
+    if (fd_.get() < 0) {
+      int err = errno;
+      path_.clear();
+      io_error("cannot create a temp file for", dst, err);
+    }
+  }
+  ~TempFile() {
+    fd_.reset();
+    if (!path_.empty()) ::unlink(path_.c_str());
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+
+  int fd() const { return fd_.get(); }
+
+  // fchmod + fsync + close + rename + directory fsync.
+  void commit(mode_t mode) {
+    if (::fchmod(fd_.get(), mode) != 0) io_error("cannot chmod temp file for", dst_, errno);
+    if (::fsync(fd_.get()) != 0) io_error("cannot fsync temp file for", dst_, errno);
+    if (fd_.close_checked() != 0) io_error("cannot close temp file for", dst_, errno);
+    if (::rename(path_.c_str(), dst_.c_str()) != 0) io_error("cannot rename into", dst_, errno);
+    path_.clear();
+    std::string dir = std::filesystem::path(dst_).parent_path().string();
+    Fd dfd(::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dfd.get() >= 0) (void)::fsync(dfd.get());
+  }
+
+ private:
+  std::string dst_;
+  std::string path_;
+  Fd fd_;
+};
+
+}  // namespace
+
+void write_file_atomic(const std::string& path, std::string_view data, mode_t mode) {
+  TempFile tmp(path);
+  write_all(tmp.fd(), data, path);
+  tmp.commit(mode);
+}
+
+void copy_file_atomic(const std::string& src, const std::string& dst, mode_t mode) {
+  Fd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC));
+  if (in.get() < 0) io_error("cannot open", src, errno);
+  struct stat st {};
+  if (::fstat(in.get(), &st) != 0) io_error("cannot stat", src, errno);
+  if (!S_ISREG(st.st_mode)) throw cni::CniError(cni::ErrorCode::Io, "not a regular file: " + src);
+  TempFile tmp(dst);
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(in.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) io_error("cannot read", src, errno);
+    if (n == 0) break;
+    write_all(tmp.fd(), std::string_view(buf, static_cast<size_t>(n)), dst);
+  }
+  tmp.commit(mode);
+}
+
+std::string read_file_bounded(const std::string& path, std::size_t max_bytes) {
+  Fd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (in.get() < 0) io_error("cannot open", path, errno);
+  struct stat st {};
+  if (::fstat(in.get(), &st) != 0) io_error("cannot stat", path, errno);
+  if (!S_ISREG(st.st_mode)) throw cni::CniError(cni::ErrorCode::Io, "not a regular file: " + path);
+  std::string data;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(in.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) io_error("cannot read", path, errno);
+    if (n == 0) break;
+    if (data.size() + static_cast<size_t>(n) > max_bytes)
+      throw cni::CniError(cni::ErrorCode::Io, "file " + path + " is larger than " + std::to_string(max_bytes) +
+                                                  " bytes");
+    data.append(buf, static_cast<size_t>(n));
+  }
+  return data;
+}
+
+}  // namespace manifold::util

@@ -1,0 +1,29 @@
+// Implementation of UniqueFd.
+#include "util/unique_fd.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace manifold::util {
+
+UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
+  if (this != &other) {
+    reset();
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+void UniqueFd::reset() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+int UniqueFd::close_checked() {
+  if (fd_ < 0) return 0;
+  int rc = ::close(std::exchange(fd_, -1));
+  return rc == 0 || errno == EINTR ? 0 : errno;
+}
+
+}  // namespace manifold::util

@@ -1,0 +1,36 @@
+// UniqueFd: the one owner type for file descriptors in manifold (pipes, lock files, netns files,
+// temp files). Move-only, closed on destruction, no implicit conversion to int.
+#pragma once
+
+#include <utility>
+
+namespace manifold::util {
+
+/// Owns one file descriptor.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  /// Takes ownership of `fd` (may be -1).
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  /// Closes the current descriptor and takes `other`'s.
+  UniqueFd& operator=(UniqueFd&& other) noexcept;
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() { reset(); }
+
+  /// The descriptor, or -1.
+  int get() const { return fd_; }
+  /// True when a descriptor is owned.
+  bool valid() const { return fd_ >= 0; }
+  /// Closes the descriptor now (close errors ignored).
+  void reset();
+  /// Closes the descriptor and returns close()'s errno (0 on success); for written files, where a
+  /// failing close can mean lost data.
+  int close_checked();
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace manifold::util

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (clang, ASan + UBSan; see test/fuzz/CMakeLists.txt) and runs each one
+# for a bounded time, starting from a temporary copy of its seed corpus in test/fuzz/corpus/<target>
+# (the committed corpus is never modified). Prints one summary line per target (executions,
+# coverage) and exits non-zero if any target found a crash, a leak, an uncaught exception, a
+# sanitizer report, a timeout (> 5 s for one input) or an out-of-memory (> 2 GiB). Crash inputs are
+# copied to <build>/artifacts/<target>/ and the end of the fuzzer's report is printed.
+#
+# Usage: test/fuzz/run.sh [seconds-per-target] [target...]   (default: 20 s, every target)
+# Environment: MANIFOLD_FUZZ_BUILD (build dir, default build/fuzz), MANIFOLD_JOBS (build jobs,
+# default 2), MANIFOLD_FUZZ_CXX / MANIFOLD_FUZZ_CC (compilers, default clang++ / clang),
+# MANIFOLD_FUZZ_ARGS (extra libFuzzer flags, e.g. "-jobs=2 -workers=2").
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+
+seconds=${1:-20}
+shift || true
+if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
+  echo "usage: $0 [seconds-per-target] [target...]" >&2
+  exit 2
+fi
+build=${MANIFOLD_FUZZ_BUILD:-build/fuzz}
+jobs=${MANIFOLD_JOBS:-2}
+cxx=${MANIFOLD_FUZZ_CXX:-clang++}
+cc=${MANIFOLD_FUZZ_CC:-clang}
+read -r -a extra_args <<<"${MANIFOLD_FUZZ_ARGS:-}"
+if ! command -v "$cxx" >/dev/null && command -v clang++-14 >/dev/null; then
+  cxx=clang++-14
+  cc=clang-14
+fi
+if ! command -v "$cxx" >/dev/null; then
+  echo "fuzz: $cxx not found; install clang and libclang-rt-14-dev (test/install-deps.sh does)" >&2
+  exit 2
+fi
+
+# Every target with its largest input (bytes): a few times the largest real document of its kind.
+declare -A max_len=(
+  [stdin_config]=16384
+  [cni_args]=4096
+  [networks_annotation]=16384
+  [nad_config]=16384
+  [delegate_result]=8192
+  [kubeconfig]=8192
+  [api_response]=16384
+  [cache_file]=16384
+  [iptables_save]=32768
+)
+# The libFuzzer dictionary of each target (test/fuzz/<name>.dict).
+declare -A dict=(
+  [stdin_config]=json
+  [cni_args]=cni_args
+  [networks_annotation]=annotation
+  [nad_config]=json
+  [delegate_result]=json
+  [kubeconfig]=yaml
+  [api_response]=json
+  [cache_file]=json
+  [iptables_save]=iptables
+)
+order=(stdin_config cni_args networks_annotation nad_config delegate_result kubeconfig api_response
+       cache_file iptables_save)
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=("${order[@]}")
+for t in "${targets[@]}"; do
+  if [ -z "${max_len[$t]:-}" ]; then
+    echo "unknown fuzz target '$t' (known: ${order[*]})" >&2
+    exit 2
+  fi
+done
+
+echo "== configure + build: fuzz targets ($build, $cxx, -fsanitize=fuzzer,address,undefined)"
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+cmake -S test/fuzz -B "$build" "${generator[@]}" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_C_COMPILER="$cc" >/dev/null
+cmake --build "$build" -j "$jobs" --target "${targets[@]/#/fuzz_}"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/manifold-fuzz.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:allocator_may_return_null=1:detect_stack_use_after_return=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+echo "== fuzzing ${#targets[@]} target(s), ${seconds} s each"
+failed=()
+summary=()
+for t in "${targets[@]}"; do
+  corpus="$work/$t/corpus"
+  artifacts="$work/$t/artifacts"
+  mkdir -p "$corpus" "$artifacts"
+  cp -R "test/fuzz/corpus/$t/." "$corpus/"
+  log="$work/$t/log"
+  status=0
+  "$build/fuzz_$t" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 -max_len="${max_len[$t]}" \
+    -dict="test/fuzz/${dict[$t]}.dict" -print_final_stats=1 -artifact_prefix="$artifacts/" "${extra_args[@]}" \
+    "$corpus" >"$log" 2>&1 || status=$?
+
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | cut -d' ' -f2 || true)
+  ft=$(grep -o 'ft: [0-9]*' "$log" | tail -n 1 | cut -d' ' -f2 || true)
+  units=$(grep -o 'corp: [0-9]*' "$log" | tail -n 1 | cut -d' ' -f2 || true)
+  seeds=$(find "test/fuzz/corpus/$t" -type f | wc -l)
+  verdict=ok
+  if [ "$status" -ne 0 ] || [ -n "$(ls -A "$artifacts")" ]; then
+    verdict=FAILED
+    failed+=("$t")
+    keep="$build/artifacts/$t"
+    mkdir -p "$keep"
+    cp -R "$artifacts/." "$keep/" 2>/dev/null || true
+    echo "---- fuzz_$t failed (exit $status); crash inputs kept in $keep; end of its report:"
+    grep -v '^#[0-9]' "$log" | tail -n 60
+    echo "----"
+  fi
+  line=$(printf 'fuzz %-20s %-6s execs=%s (%s/s) cov=%s ft=%s corpus=%s (seeds %s) time=%ss' "$t" "$verdict" \
+    "${execs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "${units:-?}" "$seeds" "$seconds")
+  echo "$line"
+  summary+=("$line")
+done
+
+echo "== fuzz summary"
+printf '%s\n' "${summary[@]}"
+if [ ${#failed[@]} -ne 0 ]; then
+  echo "fuzzing FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "fuzzing passed: ${#targets[@]} target(s), ${seconds} s each"

@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Network scoping chosen per pod, through Kubernetes: the pod's k8s.v1.cni.cncf.io/networks
+selection element carries `default-route` and `cni-args` (sourceRouting, mesh), the NAD carries the
+network layer, and manifold talks to the Kubernetes API server double (test/integration/apiserver).
+
+- default-route on IPv4 and IPv6: exactly one default route per family, on net1, through the
+  selected gateway; eth0's are gone; the returned (cluster) result and the network-status
+  `gateway` lists say so, `default` still marks the cluster network; CHECK passes;
+- only the families asked for move;
+- the pod's cni-args win over the NAD's keys; a meshed attachment's status entry carries the
+  manifold.io/mesh field with its ports;
+- two elements asking for one family, and an interface name with a space or of 16 characters,
+  are error 7 and create nothing.
+
+manifold runs in the harness's node namespace, so the API server double runs there too: this test
+process moves its own (main) thread into the node namespace while the double lives, and back.
+"""
+import ctypes
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "apiserver"))
+sys.dont_write_bytecode = True
+
+from apiserver_double import ApiServerDouble  # noqa: E402
+from harness import main  # noqa: E402
+from scoping_world import CLUSTER_GW, NET1_GW, ScopingTestCase, cluster_conf, net1_conf  # noqa: E402
+
+CONTAINER = "ctr-scoping-k8s"
+POD_NS, POD_NAME, POD_UID = "default", "web", "5d1e7a1c-0000-4000-8000-00000000c0de"
+STATUS = "k8s.v1.cni.cncf.io/network-status"
+NETWORKS = "k8s.v1.cni.cncf.io/networks"
+CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _setns(fd):
+    if _libc.setns(fd, CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, "setns: " + os.strerror(err))
+
+
+class ThreadInNetns:
+    """Moves the calling thread into a network namespace until exit (processes it starts follow)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.original = None
+
+    def __enter__(self):
+        self.original = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+        target = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            _setns(target)
+        finally:
+            os.close(target)
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            _setns(self.original)
+        finally:
+            os.close(self.original)
+        return False
+
+
+class KubernetesScopingTest(ScopingTestCase):
+    """default-route, cni-args and status through the API server double."""
+
+    def setUp(self):
+        super().setUp()
+        self._in_node = ThreadInNetns(self.node.path)
+        self._in_node.__enter__()
+        self.addCleanup(self._in_node.__exit__, None, None, None)
+        self.api = ApiServerDouble()
+        self.api.start()
+        self.addCleanup(self.api.stop)
+        self.kubeconfig = self.api.write_kubeconfig(self.tree.path("kubeconfig"), auth="token")
+        self.cni_args = "K8S_POD_NAMESPACE=%s;K8S_POD_NAME=%s;K8S_POD_UID=%s" % (POD_NS, POD_NAME, POD_UID)
+
+    def setup_pod(self, elements, nad_keys=None):
+        nad = net1_conf(self.v6)
+        nad.update(nad_keys or {})
+        self.api.add_nad(POD_NS, "data", nad)
+        self.api.add_pod(POD_NS, POD_NAME, uid=POD_UID, annotations={NETWORKS: json.dumps(elements)})
+        self.write_manifold("1.0.0", [cluster_conf(self.tree.ipam_dir, self.v6)], kubeconfig=self.kubeconfig)
+
+    def add(self):
+        return self.driver("add", self.pod.path, container_id=CONTAINER, cni_args=self.cni_args)
+
+    def verb(self, verb):
+        return self.driver(verb, self.pod.path, container_id=CONTAINER, cni_args=self.cni_args)
+
+    def status(self):
+        pod = self.api.get_pod(POD_NS, POD_NAME)
+        return json.loads(pod["metadata"]["annotations"][STATUS])
+
+    def defaults(self, family):
+        """(gateway, dev) of every main-table default route of the pod."""
+        return [(r.get("gateway"), r.get("dev")) for r in self.pod.default_routes(family)]
+
+    def result_defaults(self, result):
+        """The default-route destinations of a result (the bridge plugin's carry no gateway)."""
+        return sorted(r["dst"] for r in result.get("routes") or [] if r["dst"] in ("0.0.0.0/0", "::/0"))
+
+    def test_default_route_ipv4_and_ipv6_moves_to_net1_and_shows_in_result_and_status(self):
+        gateways = [NET1_GW[4]] + ([NET1_GW[6]] if self.v6 else [])
+        self.setup_pod([{"name": "data", "interface": "net1", "default-route": gateways,
+                         "cni-args": {"sourceRouting": {"enabled": True},
+                                      "mesh": {"enabled": True, "iptablesMode": "nft", "inboundPort": 4143}}}],
+                       nad_keys={"mesh": {"enabled": False, "inboundPort": 1111}})
+        add = self.add()
+        self.assertOk(add)
+        self.assertEqual(self.defaults(4), [(NET1_GW[4], "net1")])
+        if self.v6:
+            self.assertEqual(self.defaults(6), [(NET1_GW[6], "net1")])
+        # The returned result is the cluster network's: its default routes are gone.
+        self.assertEqual(self.result_defaults(add.result), [])
+        entries = {e["name"]: e for e in self.status()}
+        cluster = entries["cluster"]
+        data = entries["%s/data" % POD_NS]
+        self.assertTrue(cluster.get("default"))
+        self.assertNotIn("gateway", cluster)
+        self.assertFalse(data.get("default", False))
+        self.assertEqual(data["gateway"], gateways)
+        self.assertEqual(data["manifold.io/mesh"], {"inboundPort": 4143, "outboundPort": 4140})
+        save = self.nat_save("nft", 4)
+        self.assertIn("--to-ports 4143", save)
+        self.assertNotIn("1111", save)
+        self.assertEqual(len(self.our_rules()), len(gateways))
+        self.assertOk(self.verb("check"))
+        self.assertOk(self.verb("del"))
+        self.assertEqual(self.our_rules(), [])
+        self.assertNotIn("CNIMESH", self.nat_save("nft", 4))
+        self.assertNothingLeft()
+
+    def test_only_the_requested_family_moves(self):
+        if not self.v6:
+            self.skipTest("the kernel has no IPv6")
+        self.setup_pod([{"name": "data", "interface": "net1", "default-route": [NET1_GW[6]]}])
+        add = self.add()
+        self.assertOk(add)
+        self.assertEqual(self.defaults(4), [(CLUSTER_GW[4], "eth0")])
+        self.assertEqual(self.defaults(6), [(NET1_GW[6], "net1")])
+        self.assertEqual(self.result_defaults(add.result), ["0.0.0.0/0"])
+        entries = {e["name"]: e for e in self.status()}
+        self.assertNotIn(CLUSTER_GW[6], entries["cluster"].get("gateway", []))
+        self.assertEqual(entries["%s/data" % POD_NS]["gateway"], [NET1_GW[6]])
+        self.assertNotIn("manifold.io/mesh", entries["%s/data" % POD_NS])
+        self.assertOk(self.verb("check"))
+        # CHECK notices a default route that came back on eth0.
+        self.pod.ip("-6", "route", "add", "default", "via", CLUSTER_GW[6], "dev", "eth0", "metric", "5")
+        self.assertCniError(self.verb("check"), 107)
+        self.assertOk(self.verb("del"))
+        self.assertNothingLeft()
+
+    def test_conflicting_or_invalid_selections_are_error_7_and_create_nothing(self):
+        cases = [
+            ("two networks for one family",
+             [{"name": "data", "interface": "net1", "default-route": [NET1_GW[4]]},
+              {"name": "data", "interface": "net2", "default-route": ["198.51.100.2"]}]),
+            ("two gateways of one family", [{"name": "data", "interface": "net1",
+                                             "default-route": [NET1_GW[4], "198.51.100.2"]}]),
+            ("a gateway that is no address", [{"name": "data", "interface": "net1",
+                                               "default-route": ["gateway"]}]),
+            ("an interface name with a space", [{"name": "data", "interface": "net 1"}]),
+            ("an interface name of 16 characters", [{"name": "data", "interface": "abcdefghijklmnop"}]),
+            ("a bad port in cni-args", [{"name": "data", "interface": "net1",
+                                         "cni-args": {"mesh": {"enabled": True, "outboundPort": "x"}}}]),
+        ]
+        for what, elements in cases:
+            with self.subTest(selection=what):
+                self.setup_pod(elements)
+                self.assertCniError(self.add(), 7)
+                self.assertEqual(self.pod.link_names(), ["lo"])
+                self.assertNotIn("mfbr0", self.node.link_names(), "the cluster delegate ran")
+                self.assertNothingLeft()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""Network scoping through its whole lifecycle, driven through the libcni driver with Debian's
+plugins, for iptablesMode nft and legacy (reference/mesh-and-routing.md §4.5, §4.8):
+
+- ADD puts our jumps first, ahead of a mesh's own PROXY_INIT_* / ISTIO_* rules loaded before;
+  DEL, DEL leaves no CNIMESH line, no rule at our priority and empty tables, and leaves the mesh's
+  chains and another attachment's CNIMESH chain exactly as they were;
+- CHECK passes after ADD and fails (107) after any single deletion: a chain rule, a jump (IPv4 and
+  IPv6), the ip rule, a table route;
+- DEL succeeds when the namespace is gone; without the cache it still removes our chains (by name)
+  and our rules (by the attachment's addresses);
+- a bad scoping config is error 7 and creates nothing (no delegate runs);
+- the three layers: top-level defaults, overridden per network; the keys never reach a delegate.
+"""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True
+
+from harness import main  # noqa: E402
+from scoping_world import (NET1, PRIORITY, ScopingTestCase, backend_binary, cluster_conf,  # noqa: E402
+                           mesh, net1_conf)
+
+CONTAINER = "ctr-scoping-lifecycle"
+MODES = ("nft", "legacy")
+
+# A Linkerd-like mesh's own rules (appended, unscoped) and an Istio-like chain, loaded before ADD,
+# plus another attachment's chain that is not ours to touch.
+FOREIGN = """*nat
+:PROXY_INIT_OUTPUT - [0:0]
+:PROXY_INIT_REDIRECT - [0:0]
+:ISTIO_INBOUND - [0:0]
+:CNIMESH-IN-net7 - [0:0]
+-A PREROUTING -m comment --comment "proxy-init/install-proxy-init-prerouting" -j PROXY_INIT_REDIRECT
+-A PREROUTING -p tcp -j ISTIO_INBOUND
+-A PREROUTING -i net7 -p tcp -j CNIMESH-IN-net7
+-A OUTPUT -m comment --comment "proxy-init/install-proxy-init-output" -j PROXY_INIT_OUTPUT
+-A PROXY_INIT_OUTPUT -o lo -m comment --comment "proxy-init/ignore-loopback" -j RETURN
+-A PROXY_INIT_REDIRECT -p tcp -m multiport --dports 4190,4191 -m comment --comment "proxy-init/ignore-port-4190,4191" -j RETURN
+-A ISTIO_INBOUND -p tcp --dport 15008 -j RETURN
+-A CNIMESH-IN-net7 -p tcp -j REDIRECT --to-ports 4143
+COMMIT
+"""
+
+
+def iptables(mode, family):
+    """iptables-nft, ip6tables-legacy, ..."""
+    return "%s-%s" % ("iptables" if family == 4 else "ip6tables", mode)
+
+
+def without_counters(save):
+    """iptables-save text with packet counters zeroed (legacy counts what traverses a chain)."""
+    return re.sub(r"\[\d+:\d+\]", "[0:0]", save)
+
+
+def rules_of(save, chain):
+    """The -A lines of one chain, in order."""
+    return [line for line in save.splitlines() if line.startswith("-A %s " % chain)]
+
+
+class ScopingLifecycleTest(ScopingTestCase):
+    """Lifecycle, CHECK, bad configs and layering."""
+
+    def load(self, mode, family, payload):
+        self.pod.exec("sh", "-c", "%s --noflush <<'EOF'\n%sEOF" % (backend_binary(mode, family, "restore"),
+                                                                    payload))
+
+    def add(self, mode):
+        self.write_scoped(mode)
+        add = self.driver("add", self.pod.path, container_id=CONTAINER)
+        self.assertOk(add)
+        return add
+
+    # ---- ADD, DEL, DEL ---------------------------------------------------------------------------
+
+    def run_add_del_del(self, mode):
+        families = [4, 6] if self.v6 else [4]
+        for family in families:
+            self.load(mode, family, FOREIGN)
+        before = {f: without_counters(self.nat_save(mode, f)) for f in families}
+        rules_before = self.pod.ip("rule", "show")
+
+        self.add(mode)
+        for family in families:
+            with self.subTest(mode=mode, family=family):
+                save = self.nat_save(mode, family)
+                self.assertIn("-j CNIMESH-IN-net1", rules_of(save, "PREROUTING")[0])
+                self.assertIn("-j CNIMESH-OUT-net1", rules_of(save, "OUTPUT")[0])
+                for line in before[family].splitlines():
+                    if line.startswith("-A"):
+                        self.assertIn(line, save, "foreign rule lost on ADD")
+        self.assertEqual(sorted(r["src"] for r in self.our_rules()),
+                         sorted(NET1[f] for f in families))
+        self.assertOk(self.driver("check", self.pod.path, container_id=CONTAINER))
+
+        for attempt in ("first DEL", "second DEL"):
+            self.assertOk(self.driver("del", self.pod.path, container_id=CONTAINER), attempt)
+            for family in families:
+                with self.subTest(mode=mode, family=family, attempt=attempt):
+                    save = without_counters(self.nat_save(mode, family))
+                    self.assertEqual(save, before[family])
+                    self.assertNotIn("net1", save)
+            self.assertEqual(self.our_rules(), [], attempt)
+            self.assertEqual(self.pod.ip("rule", "show"), rules_before, attempt)
+            self.assertEqual(self.table(1000), [], attempt)
+            self.assertEqual(self.table(1001), [], attempt)
+            self.assertNothingLeft()
+
+    def test_add_del_del_nft(self):
+        self.run_add_del_del("nft")
+
+    def test_add_del_del_legacy(self):
+        self.run_add_del_del("legacy")
+
+    # ---- DEL without namespace or cache ---------------------------------------------------------
+
+    def test_del_succeeds_when_the_namespace_is_gone(self):
+        self.add("legacy")
+        self.pod.delete()
+        self.assertOk(self.driver("del", self.pod.path, container_id=CONTAINER))
+        self.assertNothingLeft()
+        self.assertOk(self.driver("del", self.pod.path, container_id=CONTAINER))
+
+    def test_del_without_the_cache_still_removes_our_rules(self):
+        for mode in MODES:
+            with self.subTest(mode=mode):
+                self.add(mode)
+                self.assertNotEqual(self.our_rules(), [])
+                for name in self.tree.cache_files():
+                    os.unlink(os.path.join(self.tree.cni_dir, name))
+                self.assertOk(self.driver("del", self.pod.path, container_id=CONTAINER))
+                self.assertEqual(self.our_rules(), [])
+                self.assertEqual(self.table(1000), [])
+                for family in ([4, 6] if self.v6 else [4]):
+                    self.assertNotIn("CNIMESH", self.nat_save(mode, family))
+                # Without a record nothing proves the links are ours: the delegates released their
+                # addresses but left the interfaces, which go with the namespace.
+                self.assertEqual(self.tree.reservations(), [])
+                for link in ("net1", "eth0"):
+                    if link in self.pod.link_names():
+                        self.pod.ip("link", "del", link)
+
+    # ---- CHECK -----------------------------------------------------------------------------------
+
+    def run_check_after_each_deletion(self, mode):
+        deletions = [
+            ("a rule of our inbound chain", [iptables(mode, 4), "-t", "nat", "-D", "CNIMESH-IN-net1", "1"]),
+            ("our outbound jump", [iptables(mode, 4), "-t", "nat", "-D", "OUTPUT", "1"]),
+            ("the ip rule", ["ip", "rule", "del", "priority", str(PRIORITY), "from", NET1[4], "lookup", "1000"]),
+            ("a table route", ["ip", "route", "del", "default", "table", "1000"]),
+        ]
+        if self.v6:
+            deletions.append(("our IPv6 inbound jump",
+                              [iptables(mode, 6), "-t", "nat", "-D", "PREROUTING", "1"]))
+        for what, command in deletions:
+            with self.subTest(mode=mode, deleted=what):
+                self.add(mode)
+                self.assertOk(self.driver("check", self.pod.path, container_id=CONTAINER), "before: " + what)
+                self.pod.exec(*command)
+                self.assertCniError(self.driver("check", self.pod.path, container_id=CONTAINER), 107,
+                                    "CHECK passed after deleting " + what)
+                self.assertOk(self.driver("del", self.pod.path, container_id=CONTAINER))
+                self.assertNotIn("CNIMESH", self.nat_save(mode, 4))
+                self.assertEqual(self.our_rules(), [])
+                self.assertNothingLeft()
+
+    def test_check_fails_after_each_single_deletion_nft(self):
+        self.run_check_after_each_deletion("nft")
+
+    def test_check_fails_after_each_single_deletion_legacy(self):
+        self.run_check_after_each_deletion("legacy")
+
+    # ---- bad configs -----------------------------------------------------------------------------
+
+    def test_bad_configs_are_error_7_and_create_nothing(self):
+        rules_before = self.pod.ip("rule", "show")
+        cases = [
+            ("a port out of range", {"mesh": mesh("nft", inboundPort=70000)}, {}),
+            ("a malformed ignored port", {"mesh": mesh("nft", inboundPortsToIgnore=["41x0"])}, {}),
+            ("a CIDR of the wrong family", {"mesh": mesh("nft", inboundSubnetsToIgnoreV4=["2001:db8::/64"])}, {}),
+            ("a non-numeric UID", {"mesh": mesh("nft", proxyUID="linkerd")}, {}),
+            ("a rule priority after main's", {"sourceRouting": {"enabled": True, "rulePriority": 40000}}, {}),
+            ("a scoping key that is no object", {"sourceRouting": True}, {}),
+            ("a bad top-level default", {}, {"mesh": {"enabled": "yes"}}),
+            ("an unknown key", {"mesh": mesh("nft", inboundPorts=[80])}, {}),
+        ]
+        for what, net1_keys, top in cases:
+            with self.subTest(config=what):
+                conf = net1_conf(self.v6)
+                conf.update(net1_keys)
+                self.write_manifold("1.0.0", [cluster_conf(self.tree.ipam_dir, self.v6), conf], **top)
+                add = self.driver("add", self.pod.path, container_id=CONTAINER)
+                self.assertCniError(add, 7)
+                self.assertEqual(self.pod.link_names(), ["lo"])
+                self.assertEqual(self.pod.ip("rule", "show"), rules_before)
+                self.assertNotIn("CNIMESH", self.nat_save("nft", 4))
+                self.assertNotIn("mfbr0", self.node.link_names(), "the cluster delegate ran")
+                self.assertNothingLeft()
+
+    # ---- layers ----------------------------------------------------------------------------------
+
+    def test_network_layer_overrides_top_level_and_keys_never_reach_delegates(self):
+        cluster = cluster_conf(self.tree.ipam_dir, self.v6)
+        cluster["mesh"] = {"enabled": False}
+        cluster["sourceRouting"] = {"enabled": False}
+        net1 = net1_conf(self.v6, mesh={"inboundPort": 4243})
+        recorded = self.fake_conf("fake-record", name="recorded", address="203.0.113.5/24",
+                                  mesh={"enabled": False}, sourceRouting={"enabled": False})
+        self.write_manifold("1.0.0", [cluster, net1, recorded],
+                            mesh=mesh("nft", outboundPort=4241),
+                            sourceRouting={"enabled": True, "tableBase": 2000})
+        self.assertOk(self.driver("add", self.pod.path, container_id=CONTAINER))
+        save = self.nat_save("nft", 4)
+        self.assertNotIn("CNIMESH-IN-eth0", save)
+        self.assertNotIn("CNIMESH-IN-net2", save)
+        self.assertEqual([line.split("--to-ports ")[1] for line in rules_of(save, "CNIMESH-IN-net1")
+                          if "REDIRECT" in line], ["4243"])
+        self.assertEqual([line.split("--to-ports ")[1] for line in rules_of(save, "CNIMESH-OUT-net1")
+                          if "REDIRECT" in line], ["4241"])
+        self.assertEqual(sorted((r["src"], r["table"]) for r in self.our_rules()),
+                         sorted((NET1[f], str(2000 + i)) for i, f in enumerate([4, 6] if self.v6 else [4])))
+        for record in self.tree.records():
+            self.assertNotIn("mesh", record["config"])
+            self.assertNotIn("sourceRouting", record["config"])
+        self.assertOk(self.driver("check", self.pod.path, container_id=CONTAINER))
+        self.assertOk(self.driver("del", self.pod.path, container_id=CONTAINER))
+        self.assertNotIn("CNIMESH", self.nat_save("nft", 4))
+        self.assertEqual(self.our_rules(), [])
+        self.assertNothingLeft()
+
+
+if __name__ == "__main__":
+    main()

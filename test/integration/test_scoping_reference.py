@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""The reference experiment of reference/mesh-and-routing.md §4.8 as automated tests: rows T1-T7
+and T11, driven through the libcni driver with Debian's bridge, macvlan, host-local and static
+plugins, for iptablesMode nft and legacy, IPv4 and (where the kernel has it) IPv6. net1 carries
+the mesh redirect and source routing in its network config; eth0 carries neither.
+
+  T1  remote from an address only net1's source table knows -> net1:8080: the proxy's inbound port
+      with the original destination; without sourceRouting the reply leaves via eth0: timeout
+  T2  remote -> net1:8080: the proxy's inbound port with the original destination
+  T3  remote -> net1:4191 (an ignored port): refused, not redirected
+  T4  cluster side -> eth0:8080: the app, not redirected
+  T5  app (UID 1000) -> remote:80 via net1: the proxy's outbound port with the original destination
+  T6  app -> cluster side via eth0: not redirected
+  T7  proxy (UID 2102) -> remote:80 via net1: not recaptured
+  T11 proxy -> net1's own address:8080 (via lo): the app, not recaptured
+Outcomes are asserted, never durations: the "timeout" row uses a short bounded connect timeout.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True
+
+from harness import main  # noqa: E402
+from scoping_world import (APP_UID, CLUSTER_GW, NET1, PROXY_UID, REMOTE, REMOTE_SBR,  # noqa: E402
+                           ScopingTestCase, fmt)
+
+CONTAINER = "ctr-scoping-reference"
+
+
+class ReferenceRowsTest(ScopingTestCase):
+    """T1-T7 and T11 per backend and family."""
+
+    def expected_rows(self, family, eth0):
+        """(row, namespace, host, port, uid, bind, expected reply prefix) for one family."""
+        net1 = NET1[family]
+        return [
+            ("T1", self.remote, net1, 8080, None, REMOTE_SBR[family],
+             "proxy-in local=%s orig=%s" % (fmt(net1, 4143), fmt(net1, 8080))),
+            ("T2", self.remote, net1, 8080, None, REMOTE[family],
+             "proxy-in local=%s orig=%s" % (fmt(net1, 4143), fmt(net1, 8080))),
+            ("T3", self.remote, net1, 4191, None, REMOTE[family], "refused"),
+            ("T4", self.node, eth0, 8080, None, None,
+             "app local=%s orig=%s" % (fmt(eth0, 8080), fmt(eth0, 8080))),
+            ("T5", self.pod, REMOTE[family], 80, APP_UID, None,
+             "proxy-out local=%s orig=%s" % (fmt("127.0.0.1" if family == 4 else "::1", 4140),
+                                              fmt(REMOTE[family], 80))),
+            ("T6", self.pod, CLUSTER_GW[family], 80, APP_UID, None,
+             "clus local=%s" % fmt(CLUSTER_GW[family], 80)),
+            ("T7", self.pod, REMOTE[family], 80, PROXY_UID, None,
+             "remote local=%s" % fmt(REMOTE[family], 80)),
+            ("T11", self.pod, net1, 8080, PROXY_UID, None,
+             "app local=%s orig=%s" % (fmt(net1, 8080), fmt(net1, 8080))),
+        ]
+
+    def run_rows(self, mode):
+        self.start_services()
+        self.write_scoped(mode)
+        add = self.driver("add", self.pod.path, container_id=CONTAINER)
+        self.assertOk(add)
+        self.assertIn("CNIMESH-IN-net1", self.nat_save(mode, 4))
+        for family in ([4, 6] if self.v6 else [4]):
+            eth0 = self.eth0_ip(add.result, family)
+            for row, ns, host, port, uid, bind, expected in self.expected_rows(family, eth0):
+                with self.subTest(mode=mode, family=family, row=row):
+                    got = self.probe(ns, host, port, uid=uid, bind=bind)
+                    self.assertTrue((got + " ").startswith(expected + " "),
+                                    "%s IPv%d %s: expected %r, got %r\n%s" % (
+                                        mode, family, row, expected, got, self.nat_save(mode, family)))
+        self.assertOk(self.driver("del", self.pod.path, container_id=CONTAINER))
+        self.assertNotIn("CNIMESH", self.nat_save(mode, 4))
+        self.assertNothingLeft()
+
+    def test_rows_nft(self):
+        self.run_rows("nft")
+
+    def test_rows_legacy(self):
+        self.run_rows("legacy")
+
+    def run_without_source_routing(self, mode):
+        """T1's other half: the mesh alone cannot answer a peer only net1's table knows."""
+        self.start_services()
+        self.write_scoped(mode, net1_sbr=False)
+        self.assertOk(self.driver("add", self.pod.path, container_id=CONTAINER))
+        self.assertEqual(self.our_rules(), [])
+        for family in ([4, 6] if self.v6 else [4]):
+            with self.subTest(mode=mode, family=family):
+                self.assertEqual(self.probe(self.remote, NET1[family], 8080, bind=REMOTE_SBR[family],
+                                            timeout=3), "timeout")
+                # The same peer's neighbour inside the IPAM route is still answered.
+                self.assertTrue(self.probe(self.remote, NET1[family], 8080, bind=REMOTE[family])
+                                .startswith("proxy-in "))
+        self.assertOk(self.driver("del", self.pod.path, container_id=CONTAINER))
+        self.assertNothingLeft()
+
+    def test_t1_times_out_without_source_routing_nft(self):
+        self.run_without_source_routing("nft")
+
+    def test_t1_times_out_without_source_routing_legacy(self):
+        self.run_without_source_routing("legacy")
+
+
+if __name__ == "__main__":
+    main()

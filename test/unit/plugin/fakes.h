@@ -1,0 +1,380 @@
+// Test harness for plugin::Commands: a "world" of fakes behind plugin::Services — a scripted process
+// runner that behaves like simple delegate plugins (bridge/macvlan/ptp answer a result in their
+// config's cniVersion and create their interface in a fake network namespace, tuning echoes
+// prevResult, DEL removes the interface), one MemoryCache shared by every invocation, fake network
+// namespaces keyed by path, a scripted Kubernetes transport and fake clock/sleep/files. Each verb is
+// driven through cni::dispatch, so the error JSON path is exercised exactly as the plugin binary
+// would exercise it. Delegate binaries are empty executable files in a temp binDir, because
+// commands look plugins up on disk before anything runs.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cni/skel.h"
+#include "exec/process.h"
+#include "k8s/http.h"
+#include "k8s/kubeconfig.h"
+#include "k8s/retry.h"
+#include "netlink/fake_net_ops.h"
+#include "plugin/commands.h"
+#include "store/cache.h"
+#include "temp_dir.h"
+#include "util/file_reader.h"
+#include "util/json.h"
+#include "util/log.h"
+
+namespace manifold::test {
+
+/// A Cache that forwards every call to a shared cache, so state survives across invocations.
+class ForwardingCache final : public store::Cache {
+ public:
+  /// Forwards to `inner`, which must outlive this object.
+  explicit ForwardingCache(store::Cache& inner) : inner_(inner) {}
+  std::optional<store::ContainerRecord> load(const std::string& id) override { return inner_.load(id); }
+  void save(const store::ContainerRecord& record) override { inner_.save(record); }
+  void remove(const std::string& id) override { inner_.remove(id); }
+  std::vector<std::string> list() override { return inner_.list(); }
+  std::unique_ptr<store::LockGuard> lock(const std::string& id) override { return inner_.lock(id); }
+
+ private:
+  store::Cache& inner_;
+};
+
+/// An HttpTransport that forwards to a shared FakeHttpTransport.
+class ForwardingTransport final : public k8s::HttpTransport {
+ public:
+  /// Forwards to `inner`, which must outlive this object.
+  explicit ForwardingTransport(k8s::FakeHttpTransport& inner) : inner_(inner) {}
+  k8s::HttpResponse send(const k8s::HttpRequest& request, std::chrono::milliseconds timeout) override {
+    return inner_.send(request, timeout);
+  }
+
+ private:
+  k8s::FakeHttpTransport& inner_;
+};
+
+/// One delegate execution, decoded from a ProcessRequest.
+struct Call {
+  std::string type;          ///< plugin file name
+  std::string command;       ///< CNI_COMMAND
+  std::string container_id;  ///< CNI_CONTAINERID
+  std::string ifname;        ///< CNI_IFNAME
+  std::optional<std::string> netns;  ///< CNI_NETNS, nullopt when absent
+  std::optional<std::string> args;   ///< CNI_ARGS, nullopt when absent
+  std::string cni_path;      ///< CNI_PATH
+  std::vector<std::string> env;      ///< the complete environment
+  std::string stdin_data;    ///< exact stdin bytes
+  /// stdin parsed.
+  Json config() const { return Json::parse(stdin_data); }
+  /// "type COMMAND ifname", for compact order assertions.
+  std::string brief() const { return type + " " + command + " " + ifname; }
+};
+
+/// The value of `name` in a "K=V" environment, nullopt when absent.
+inline std::optional<std::string> env_value(const std::vector<std::string>& env, const std::string& name) {
+  for (const auto& e : env)
+    if (e.rfind(name + "=", 0) == 0) return e.substr(name.size() + 1);
+  return std::nullopt;
+}
+
+/// A delegate answer carrying CNI error JSON (exit status 1).
+inline exec::ProcessResult cni_error_answer(unsigned code, const std::string& msg) {
+  exec::ProcessResult r;
+  r.exit_code = 1;
+  r.stdout_data = Json{{"cniVersion", "1.0.0"}, {"code", code}, {"msg", msg}}.dump();
+  return r;
+}
+
+/// Runs `fn` in a forked child (its stdout and stderr sent to /dev/null, crash signals at their
+/// default action) and returns true when the child finished and `fn` returned true. Probes code with
+/// a known memory error, so that a crash fails one test instead of killing the test binary. `fn`
+/// must not use Catch assertions; the child's changes (to a World, say) stay in the child.
+inline bool survives_in_child(const std::function<bool()>& fn) {
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    for (int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE}) std::signal(sig, SIG_DFL);
+    int null = ::open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+      ::dup2(null, STDOUT_FILENO);
+      ::dup2(null, STDERR_FILENO);
+    }
+    bool ok = false;
+    try {
+      ok = fn();
+    } catch (...) {
+    }
+    ::_exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/// The CNI environment of one invocation; empty values are left out of the environment.
+struct Env {
+  std::string container_id = "ctr1";       ///< CNI_CONTAINERID
+  std::string ifname = "eth0";             ///< CNI_IFNAME
+  std::optional<std::string> netns;        ///< CNI_NETNS; default: the world's pod netns file
+  std::string args;                        ///< CNI_ARGS
+  std::string path = "/nonexistent/cni/bin";  ///< CNI_PATH (plugins are found through binDir)
+};
+
+/// Everything the commands under test touch.
+class World {
+ public:
+  /// Subnet prefix of the address each result-producing fake plugin hands out.
+  std::map<std::string, std::string> subnets = {
+      {"bridge", "10.244.0."}, {"macvlan", "192.168.50."}, {"ptp", "172.16.0."}, {"sriov", "10.56.0."}};
+  /// Plugins that echo their prevResult (in their own cniVersion) instead of creating anything.
+  std::set<std::string> echo_plugins = {"tuning"};
+
+  /// Delegate executions answer through this first when it returns a result (failure injection).
+  std::function<std::optional<exec::ProcessResult>(const Call&)> intercept;
+
+  exec::FakeProcessRunner runner;
+  store::MemoryCache cache{std::chrono::milliseconds(2000)};
+  k8s::FakeHttpTransport http;
+  std::shared_ptr<k8s::FakeClock> clock = std::make_shared<k8s::FakeClock>();
+  std::shared_ptr<k8s::FakeSleeper> sleeper = std::make_shared<k8s::FakeSleeper>(*clock);
+  std::shared_ptr<util::FakeFileReader> files = std::make_shared<util::FakeFileReader>();
+  /// Credentials find_auth answers (nullopt: no Kubernetes).
+  std::optional<k8s::ClusterAuth> auth;
+  /// Paths file_exists answers true for.
+  std::set<std::string> existing_files;
+  /// Every readiness sleep requested.
+  std::vector<std::chrono::milliseconds> sleeps;
+  /// Called after every readiness sleep.
+  std::function<void()> on_sleep;
+  /// Every cniDir passed to open_cache, every netns path opened, every kubeconfig looked up.
+  std::vector<std::string> cache_dirs, opened_netns, auth_lookups;
+  /// Transports opened.
+  int transports_opened = 0;
+
+  TempDir bin;   ///< binDir with the fake plugin executables
+  TempDir work;  ///< holds the netns files
+
+  World() {
+    for (const char* name : {"bridge", "macvlan", "ptp", "tuning", "sriov"}) make_plugin(name);
+    netns_path = make_netns_file("pod-netns");
+    runner.set_handler([this](const exec::ProcessRequest& r) { return answer(r); });
+  }
+  ~World() {
+    // Commands reconfigure the process-wide logger; leave it as every other test expects it.
+    auto& log = util::Logger::instance();
+    log.set_file_sink(nullptr);
+    log.set_to_stderr(true);
+    log.set_level(util::LogLevel::Error);
+    log.set_context("", "");
+  }
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+
+  /// The default CNI_NETNS: an existing file, so DEL passes it on.
+  std::string netns_path;
+
+  /// Creates an empty executable plugin file in binDir.
+  void make_plugin(const std::string& name) {
+    auto p = bin.path() / name;
+    std::ofstream(p).close();
+    REQUIRE(::chmod(p.c_str(), 0755) == 0);
+  }
+  /// Creates an (empty) file standing for a network namespace path and returns its path.
+  std::string make_netns_file(const std::string& name) {
+    auto p = work.path() / name;
+    std::ofstream(p).close();
+    return p.string();
+  }
+
+  /// The fake namespace at `path` (created on first use).
+  netlink::FakeNetnsState& ns(const std::string& path) {
+    auto& s = namespaces_[path];
+    if (!s) s = netlink::FakeNetnsState::with_defaults();
+    return *s;
+  }
+  /// The default pod namespace.
+  netlink::FakeNetnsState& ns() { return ns(netns_path); }
+  /// True when `name` is a link of the namespace at `path`.
+  bool has_link(const std::string& path, const std::string& name) {
+    for (const auto& l : ns(path).links)
+      if (l.name == name) return true;
+    return false;
+  }
+
+  /// The Services the commands get.
+  plugin::Services services() {
+    plugin::Services s;
+    s.runner = &runner;
+    s.open_cache = [this](const std::string& dir) -> std::unique_ptr<store::Cache> {
+      cache_dirs.push_back(dir);
+      return std::make_unique<ForwardingCache>(cache);
+    };
+    s.open_netns = [this](const std::string& path) -> std::unique_ptr<netlink::NetOps> {
+      opened_netns.push_back(path);
+      ns(path);
+      return std::make_unique<netlink::FakeNetOps>(namespaces_[path], path);
+    };
+    s.file_exists = [this](const std::string& path) { return existing_files.count(path) > 0; };
+    s.sleep = [this](std::chrono::milliseconds d) {
+      sleeps.push_back(d);
+      if (on_sleep) on_sleep();
+    };
+    s.find_auth = [this](const std::string& kubeconfig) {
+      auth_lookups.push_back(kubeconfig);
+      return auth;
+    };
+    s.open_transport = [this](const k8s::ClusterAuth&) -> std::unique_ptr<k8s::HttpTransport> {
+      ++transports_opened;
+      return std::make_unique<ForwardingTransport>(http);
+    };
+    s.k8s_sleeper = sleeper;
+    s.k8s_clock = clock;
+    s.files = files;
+    s.environment = {"PATH=/usr/sbin:/usr/bin", "CNI_COMMAND=BOGUS", "CNI_IFNAME=bogus0", "HOME=/root"};
+    return s;
+  }
+
+  /// Runs one verb through the dispatcher.
+  cni::DispatchOutput run(const std::string& command, const Json& config, Env env = {}) {
+    std::map<std::string, std::string> e;
+    e["CNI_COMMAND"] = command;
+    if (!env.container_id.empty()) e["CNI_CONTAINERID"] = env.container_id;
+    if (!env.ifname.empty()) e["CNI_IFNAME"] = env.ifname;
+    std::string netns = env.netns.value_or(netns_path);
+    if (!netns.empty()) e["CNI_NETNS"] = netns;
+    if (!env.args.empty()) e["CNI_ARGS"] = env.args;
+    if (!env.path.empty()) e["CNI_PATH"] = env.path;
+    plugin::Commands commands(services());
+    return cni::dispatch(e, config.dump(), commands);
+  }
+
+  /// Every delegate execution so far, oldest first.
+  std::vector<Call> calls() const {
+    std::vector<Call> out;
+    for (const auto& r : runner.requests()) out.push_back(decode(r));
+    return out;
+  }
+  /// Executions from index `from` on.
+  std::vector<Call> calls_since(size_t from) const {
+    auto all = calls();
+    return std::vector<Call>(all.begin() + static_cast<long>(std::min(from, all.size())), all.end());
+  }
+  /// brief() of every call from index `from` on.
+  std::vector<std::string> briefs_since(size_t from = 0) const {
+    std::vector<std::string> out;
+    for (const auto& c : calls_since(from)) out.push_back(c.brief());
+    return out;
+  }
+  /// Number of executions so far.
+  size_t call_count() const { return runner.requests().size(); }
+  /// The stdout every execution printed, in the order of calls().
+  std::vector<std::string> outputs;
+
+  /// The result a fake plugin of `type` creates for `ifname` in `version`, as the text it prints.
+  std::string result_text(const std::string& type, const std::string& version, const std::string& ifname,
+                          const std::string& netns) const {
+    Json itf = {{"name", ifname}, {"mac", mac_for(ifname)}, {"sandbox", netns}};
+    Json ip = Json::object();
+    bool old = version.rfind("0.", 0) == 0;
+    if (old) ip["version"] = "4";
+    ip["address"] = address_for(type, ifname);
+    ip["gateway"] = subnets.at(type) + "1";
+    ip["interface"] = 0;
+    Json r = {{"cniVersion", version},
+              {"interfaces", Json::array({itf})},
+              {"ips", Json::array({ip})},
+              {"routes", Json::array({Json{{"dst", "0.0.0.0/0"}, {"gw", subnets.at(type) + "1"}}})},
+              {"dns", {{"nameservers", Json::array({"10.96.0.10"})}}}};
+    return r.dump(2) + "\n";
+  }
+  /// The address a fake plugin of `type` hands out on `ifname`: host 10 for eth0, 10+N for netN.
+  std::string address_for(const std::string& type, const std::string& ifname) const {
+    int host = 99;
+    if (ifname == "eth0") host = 10;
+    else if (ifname.rfind("net", 0) == 0) host = 10 + std::stoi(ifname.substr(3));
+    return subnets.at(type) + std::to_string(host) + "/24";
+  }
+  /// A deterministic MAC per interface name (last byte: 0x0a for eth0, 0x0a+N for netN).
+  static std::string mac_for(const std::string& ifname) {
+    int n = 0x0a;
+    if (ifname.rfind("net", 0) == 0) n += std::stoi(ifname.substr(3));
+    const char* hex = "0123456789abcdef";
+    return std::string("0a:58:00:00:00:") + hex[(n >> 4) & 15] + hex[n & 15];
+  }
+
+ private:
+  static Call decode(const exec::ProcessRequest& r) {
+    Call c;
+    c.type = std::filesystem::path(r.path).filename().string();
+    c.command = env_value(r.env, "CNI_COMMAND").value_or("");
+    c.container_id = env_value(r.env, "CNI_CONTAINERID").value_or("");
+    c.ifname = env_value(r.env, "CNI_IFNAME").value_or("");
+    c.netns = env_value(r.env, "CNI_NETNS");
+    c.args = env_value(r.env, "CNI_ARGS");
+    c.cni_path = env_value(r.env, "CNI_PATH").value_or("");
+    c.env = r.env;
+    c.stdin_data = r.stdin_data;
+    return c;
+  }
+
+  exec::ProcessResult answer(const exec::ProcessRequest& request) {
+    Call c = decode(request);
+    exec::ProcessResult r = behave(c);
+    outputs.push_back(r.stdout_data);
+    return r;
+  }
+
+  exec::ProcessResult behave(const Call& c) {
+    if (intercept)
+      if (auto r = intercept(c)) return *r;
+    exec::ProcessResult ok;
+    ok.exit_code = 0;
+    if (c.command == "DEL") {
+      if (c.netns && !c.netns->empty()) ns(*c.netns).remove_link(c.ifname);
+      return ok;
+    }
+    if (c.command != "ADD") return ok;
+    Json conf = c.config();
+    std::string version = conf.value("cniVersion", std::string("0.1.0"));
+    if (echo_plugins.count(c.type)) {
+      Json prev = conf.value("prevResult", Json());
+      if (!prev.is_object()) return cni_error_answer(7, c.type + ": no prevResult");
+      prev["cniVersion"] = version;
+      ok.stdout_data = prev.dump();
+      return ok;
+    }
+    if (!subnets.count(c.type)) return cni_error_answer(7, c.type + ": unknown fake plugin");
+    std::string netns = c.netns.value_or("");
+    ok.stdout_data = result_text(c.type, version, c.ifname, netns);
+    if (!netns.empty() && !has_link(netns, c.ifname)) {
+      int index = ns(netns).add_link(c.ifname);
+      ns(netns).add_address(index, address_for(c.type, c.ifname));
+    }
+    return ok;
+  }
+
+  std::map<std::string, std::shared_ptr<netlink::FakeNetnsState>> namespaces_;
+};
+
+}  // namespace manifold::test

@@ -1,0 +1,290 @@
+// Tests of the plugin's Kubernetes layer against a scripted transport and a fake clock: attachment
+// resolution from a pod (selection-element overrides reach runtimeConfig and CNI_ARGS, a NAD listed
+// twice is fetched once), the pod check (wrong types, UID mismatch, static pods), the
+// network-status write (409 → re-GET → retry, a replaced pod), and the API-time bound, which
+// counts only the time spent in API calls, not the time delegates run between them.
+#include <catch2/catch.hpp>
+
+#include "cni/error.h"
+#include "cni/netconf.h"
+#include "k8s/http.h"
+#include "k8s/retry.h"
+#include "plugin/commands.h"
+#include "plugin/kube.h"
+#include "plugin/kube_attachments.h"
+#include "plugin/kube_status.h"
+
+using manifold::Json;
+using manifold::cni::CniError;
+namespace k8s = manifold::k8s;
+namespace cni = manifold::cni;
+namespace plugin = manifold::plugin;
+
+namespace {
+
+/// Lets KubeAccess own a transport while the test keeps scripting the FakeHttpTransport.
+class SharedTransport final : public k8s::HttpTransport {
+ public:
+  explicit SharedTransport(k8s::FakeHttpTransport& fake) : fake_(fake) {}
+  k8s::HttpResponse send(const k8s::HttpRequest& request, std::chrono::milliseconds timeout) override {
+    return fake_.send(request, timeout);
+  }
+
+ private:
+  k8s::FakeHttpTransport& fake_;
+};
+
+struct Fixture {
+  k8s::FakeHttpTransport transport;
+  std::shared_ptr<k8s::FakeClock> clock = std::make_shared<k8s::FakeClock>();
+  plugin::Services services;
+  cni::MetaConfig config;
+  cni::Invocation inv;
+
+  explicit Fixture(const std::string& extra_config = "{}") {
+    services.find_auth = [](const std::string&) {
+      k8s::ClusterAuth auth;
+      auth.server = "https://127.0.0.1:6443";
+      auth.token = "secret-token";
+      return std::optional<k8s::ClusterAuth>(auth);
+    };
+    services.open_transport = [this](const k8s::ClusterAuth&) -> std::unique_ptr<k8s::HttpTransport> {
+      return std::make_unique<SharedTransport>(transport);
+    };
+    services.k8s_clock = clock;
+    services.k8s_sleeper = std::make_shared<k8s::FakeSleeper>(*clock);
+    Json conf = Json::parse(R"({"cniVersion":"1.0.0","name":"m","type":"manifold","kubeconfig":"/kc",
+      "delegates":[{"cniVersion":"1.0.0","name":"cluster","type":"bridge"}]})");
+    const Json extra = Json::parse(extra_config);
+    for (const auto& [k, v] : extra.items()) conf[k] = v;
+    config = cni::parse_meta_config(conf);
+    inv.container_id = "c1";
+    inv.ifname = "eth0";
+    inv.args = cni::CniArgs::parse("K8S_POD_NAMESPACE=default;K8S_POD_NAME=web;K8S_POD_UID=u1");
+  }
+
+  cni::PodRef ref() const { return cni::pod_ref_from(inv.args); }
+};
+
+Json pod_with(const Json& annotations, const std::string& uid = "u1") {
+  Json pod = {{"kind", "Pod"},
+              {"metadata", {{"name", "web"}, {"namespace", "default"}, {"uid", uid}, {"resourceVersion", "5"}}}};
+  if (!annotations.is_null()) pod["metadata"]["annotations"] = annotations;
+  return pod;
+}
+
+std::string nad(const std::string& ns, const std::string& name, const std::string& config) {
+  Json j = {{"kind", "NetworkAttachmentDefinition"},
+            {"metadata", {{"name", name}, {"namespace", ns}}},
+            {"spec", {{"config", config}}}};
+  return j.dump();
+}
+
+const char* kMacvlan = R"({"cniVersion":"1.0.0","type":"macvlan","master":"eth9","ipam":{"type":"static"}})";
+
+}  // namespace
+
+TEST_CASE("kube attachments: JSON selection fields reach runtimeConfig and CNI_ARGS", "[plugin]") {
+  Fixture f;
+  f.transport.push_response(200, nad("default", "tuned", kMacvlan));
+  Json pod = pod_with({{"k8s.v1.cni.cncf.io/networks",
+                        R"([{"name":"tuned","interface":"data0","ips":["198.51.100.42/24"],"mac":"02:00:5e:10:00:42"}])"}});
+  plugin::KubeAccess kube(f.services, f.config);
+  k8s::DeviceAllocator devices;
+  auto out = plugin::resolve_pod_attachments(f.config, f.inv, kube, pod, devices);
+  REQUIRE(out.size() == 2);
+  CHECK(out[0].ifname == "eth0");
+  CHECK(out[0].cluster_network);
+  const auto& a = out[1];
+  CHECK(a.name == "default/tuned");
+  CHECK(a.ifname == "data0");
+  CHECK(a.delegate["name"] == "tuned");
+  CHECK(a.runtime_config["ips"] == Json::array({"198.51.100.42/24"}));
+  CHECK(a.runtime_config["mac"] == "02:00:5e:10:00:42");
+  using Pair = std::pair<std::string, std::string>;
+  CHECK(a.extra_args == std::vector<Pair>{{"IP", "198.51.100.42/24"}, {"MAC", "02:00:5e:10:00:42"}});
+  CHECK(out[0].runtime_config.empty());
+  CHECK(kube.requests_made() == 1);
+}
+
+TEST_CASE("kube attachments: a NAD listed twice is fetched once and attached twice", "[plugin]") {
+  Fixture f;
+  f.transport.push_response(200, nad("default", "pool", kMacvlan));
+  Json pod = pod_with({{"k8s.v1.cni.cncf.io/networks", "pool, default/pool"}});
+  plugin::KubeAccess kube(f.services, f.config);
+  k8s::DeviceAllocator devices;
+  auto out = plugin::resolve_pod_attachments(f.config, f.inv, kube, pod, devices);
+  REQUIRE(out.size() == 3);
+  CHECK(out[1].ifname == "net1");
+  CHECK(out[2].ifname == "net2");
+  CHECK(out[1].name == "default/pool");
+  CHECK(out[2].name == "default/pool");
+  CHECK(f.transport.requests().size() == 1);
+}
+
+TEST_CASE("kube attachments: a wrongly typed pod is a decoding error, nothing else is fetched", "[plugin]") {
+  Fixture f;
+  Json pod = pod_with(nullptr);
+  pod["metadata"]["annotations"] = Json::array({"wrong", "type"});
+  f.transport.push_response(200, pod.dump());
+  plugin::KubeAccess kube(f.services, f.config);
+  try {
+    plugin::fetch_pod(kube, f.ref());
+    FAIL("no error");
+  } catch (const CniError& e) {
+    CHECK(e.code() == 6u);
+    CHECK_THAT(e.msg(), Catch::Contains("default/web") && Catch::Contains("annotations"));
+  }
+  CHECK(f.transport.requests().size() == 1);
+}
+
+TEST_CASE("kube attachments: UID mismatch fails except for static pods", "[plugin]") {
+  Fixture f;
+  f.transport.push_response(200, pod_with(Json::object(), "u2").dump());
+  f.transport.push_response(200, pod_with({{"kubernetes.io/config.source", "file"}}, "u2").dump());
+  plugin::KubeAccess kube(f.services, f.config);
+  CHECK_THROWS_WITH(plugin::fetch_pod(kube, f.ref()), Catch::Contains("expected pod UID \"u1\" but got \"u2\""));
+  CHECK(plugin::fetch_pod(kube, f.ref())["metadata"]["uid"] == "u2");
+}
+
+TEST_CASE("kube status: a 409 re-reads the pod and retries with its resourceVersion", "[plugin]") {
+  Fixture f;
+  const std::string conflict = R"({"kind":"Status","reason":"Conflict","code":409,"message":"modified"})";
+  Json fresh = pod_with({{"other", "x"}});
+  fresh["metadata"]["resourceVersion"] = "9";
+  f.transport.push_response(409, conflict);
+  f.transport.push_response(200, fresh.dump());
+  f.transport.push_response(200, fresh.dump());
+  plugin::KubeAccess kube(f.services, f.config);
+  plugin::write_network_status(kube, f.ref(), pod_with(Json::object()), "[]");
+  const auto& reqs = f.transport.requests();
+  REQUIRE(reqs.size() == 3);
+  CHECK(reqs[0].method == "PUT");
+  CHECK(reqs[1].method == "GET");
+  CHECK(reqs[2].method == "PUT");
+  Json last = Json::parse(reqs[2].body);
+  CHECK(last["metadata"]["resourceVersion"] == "9");
+  CHECK(last["metadata"]["annotations"]["other"] == "x");
+  CHECK(last["metadata"]["annotations"]["k8s.v1.cni.cncf.io/network-status"] == "[]");
+  CHECK(Json::parse(reqs[0].body)["metadata"]["resourceVersion"] == "5");
+}
+
+TEST_CASE("kube status: a pod replaced during the ADD is not written", "[plugin]") {
+  Fixture f;
+  f.transport.push_response(409, R"({"kind":"Status","reason":"Conflict","code":409})");
+  f.transport.push_response(200, pod_with(Json::object(), "u-new").dump());
+  plugin::KubeAccess kube(f.services, f.config);
+  CHECK_THROWS_WITH(plugin::write_network_status(kube, f.ref(), pod_with(Json::object()), "[]"),
+                    Catch::Contains("replaced"));
+  CHECK(f.transport.requests().size() == 2);
+}
+
+TEST_CASE("kube status: a wrongly typed pod on the re-GET is a clear error", "[plugin]") {
+  Fixture f;
+  Json broken = pod_with(nullptr);
+  broken["metadata"]["annotations"] = Json::array();
+  f.transport.push_response(409, R"({"kind":"Status","reason":"Conflict","code":409})");
+  f.transport.push_response(200, broken.dump());
+  plugin::KubeAccess kube(f.services, f.config);
+  CHECK_THROWS_WITH(plugin::write_network_status(kube, f.ref(), pod_with(Json::object()), "[]"),
+                    Catch::Contains("annotations"));
+}
+
+TEST_CASE("kube access: the total bound counts API time, not the time between calls", "[plugin]") {
+  Fixture f(R"({"apiTimeouts":{"request":1000,"call":1000,"total":1000,"attempts":1}})");
+  f.transport.on_send([&](const k8s::HttpRequest&) { f.clock->advance(std::chrono::milliseconds(400)); });
+  for (int i = 0; i < 3; ++i) f.transport.push_response(200, pod_with(Json::object()).dump());
+  plugin::KubeAccess kube(f.services, f.config);
+  kube.get_pod("default", "web");
+  // Delegates run for an hour between the lookups and the status write: that does not count.
+  f.clock->advance(std::chrono::hours(1));
+  kube.get_pod("default", "web");
+  CHECK(kube.api_time() == std::chrono::milliseconds(800));
+  // The third call gets only what is left, and afterwards nothing is left at all.
+  kube.get_pod("default", "web");
+  CHECK(f.transport.timeouts().back() == std::chrono::milliseconds(200));
+  CHECK_THROWS_WITH(kube.get_pod("default", "web"), Catch::Contains("apiTimeouts.total"));
+  CHECK(kube.requests_made() == 3);
+}
+
+TEST_CASE("kube status: events get one attempt each and stop after the first failure", "[plugin]") {
+  Fixture f;
+  manifold::store::ContainerRecord record;
+  for (const char* ifname : {"eth0", "net1", "net2"}) {
+    manifold::store::AttachmentRecord a;
+    a.name = std::string("default/") + ifname;
+    a.ifname = ifname;
+    a.config = R"({"cniVersion":"1.0.0","name":"x","type":"bridge"})";
+    a.result = R"({"cniVersion":"1.0.0","ips":[{"address":"192.0.2.2/24"}]})";
+    record.attachments.push_back(a);
+  }
+  f.transport.push_response(201, "{}");
+  f.transport.push_response(503, R"({"kind":"Status","reason":"ServiceUnavailable","code":503})");
+  plugin::KubeAccess kube(f.services, f.config);
+  plugin::send_added_events(kube, f.ref(), pod_with(Json::object()), record);
+  const auto& reqs = f.transport.requests();
+  REQUIRE(reqs.size() == 2);
+  Json first = Json::parse(reqs[0].body);
+  CHECK(reqs[0].method == "POST");
+  CHECK(reqs[0].target == "/api/v1/namespaces/default/events");
+  CHECK(first["reason"] == "AddedInterface");
+  CHECK(first["message"] == "Add eth0 [192.0.2.2/24] from default/eth0");
+  CHECK(first["involvedObject"]["uid"] == "u1");
+  CHECK(Json::parse(reqs[1].body)["message"] == "Add net1 [192.0.2.2/24] from default/net1");
+  CHECK(f.transport.pending() == 0);
+}
+
+TEST_CASE("kube attachments: isolation is checked before any NAD is read", "[plugin]") {
+  Fixture f(R"({"namespaceIsolation":true})");
+  Json pod = pod_with({{"k8s.v1.cni.cncf.io/networks", "own, team-b/secret"}});
+  plugin::KubeAccess kube(f.services, f.config);
+  k8s::DeviceAllocator devices;
+  try {
+    plugin::resolve_pod_attachments(f.config, f.inv, kube, pod, devices);
+    FAIL("no error");
+  } catch (const CniError& e) {
+    CHECK(e.code() == 7u);
+    CHECK_THAT(e.msg(), Catch::Contains("namespace isolation"));
+  }
+  CHECK(f.transport.requests().empty());
+}
+
+TEST_CASE("kube attachments: best effort skips unresolvable networks and keeps the others' names", "[plugin]") {
+  const std::string not_found = R"({"kind":"Status","reason":"NotFound","code":404})";
+  auto script = [&](Fixture& f) {
+    f.transport.push_response(200, nad("default", "a", kMacvlan));
+    f.transport.push_response(404, not_found);
+    f.transport.push_response(200, nad("default", "c", kMacvlan));
+  };
+  Json pod = pod_with({{"k8s.v1.cni.cncf.io/networks", "a, gone, c"}});
+  k8s::DeviceAllocator devices;
+
+  Fixture strict;
+  script(strict);
+  plugin::KubeAccess strict_kube(strict.services, strict.config);
+  CHECK_THROWS_WITH(plugin::resolve_pod_attachments(strict.config, strict.inv, strict_kube, pod, devices),
+                    Catch::Contains("default/gone does not exist"));
+
+  Fixture lenient;
+  script(lenient);
+  plugin::KubeAccess kube(lenient.services, lenient.config);
+  auto out = plugin::resolve_pod_attachments(lenient.config, lenient.inv, kube, pod, devices,
+                                             plugin::Resolution::BestEffort);
+  REQUIRE(out.size() == 3);
+  CHECK(out[0].ifname == "eth0");
+  CHECK(out[1].name == "default/a");
+  CHECK(out[1].ifname == "net1");
+  CHECK(out[2].name == "default/c");
+  CHECK(out[2].ifname == "net3");
+}
+
+TEST_CASE("kube attachments: best effort survives an unparsable annotation", "[plugin]") {
+  Fixture f;
+  Json pod = pod_with({{"k8s.v1.cni.cncf.io/networks", "[not json"}});
+  plugin::KubeAccess kube(f.services, f.config);
+  k8s::DeviceAllocator devices;
+  CHECK_THROWS(plugin::resolve_pod_attachments(f.config, f.inv, kube, pod, devices));
+  auto out = plugin::resolve_pod_attachments(f.config, f.inv, kube, pod, devices, plugin::Resolution::BestEffort);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].cluster_network);
+}
