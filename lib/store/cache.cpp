@@ -69,12 +69,6 @@ void ensure_dir(const std::filesystem::path& dir) {
     throw cni::CniError(cni::ErrorCode::Io, dir.string() + " is not a directory");
 }
 
-void fsync_dir(const std::filesystem::path& dir) {
-  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd.valid()) throw_io("cannot open directory", dir, errno);
-  if (::fsync(fd.get()) != 0) throw_io("cannot fsync directory", dir, errno);
-}
-
 void write_all(const UniqueFd& fd, std::string_view data, const std::filesystem::path& path) {
   while (!data.empty()) {
     ssize_t n = ::write(fd.get(), data.data(), data.size());
@@ -166,8 +160,8 @@ AttachmentRecord attachment_from_json(const Json& j, const std::string& where,
   return a;
 }
 
-/// The record's file text; throws when it cannot be stored.
-std::string serialise(const ContainerRecord& record) {
+/// Throws CniError(Internal) unless every `extra` of the record is an object.
+void check_storable(const ContainerRecord& record) {
   if (!record.extra.is_object()) {
     throw cni::CniError(cni::ErrorCode::Internal,
                         "cache record of " + record.container_id + ": extra is not an object");
@@ -179,13 +173,21 @@ std::string serialise(const ContainerRecord& record) {
           "cache record of " + record.container_id + ": extra of " + a.name + " is not an object");
     }
   }
-  std::string text;
+}
+
+/// Compact JSON text of `value` (a part of `record`); CniError(Internal) when it cannot be
+/// serialised (invalid UTF-8).
+std::string compact(const Json& value, const ContainerRecord& record) {
   try {
-    text = record_to_json(record).dump();
+    return value.dump();
   } catch (const Json::exception& e) {
     throw cni::CniError(cni::ErrorCode::Internal, "cannot cache container " + record.container_id +
                                                       ": " + std::string(e.what()));
   }
+}
+
+/// Appends the final newline and enforces the size limit.
+std::string finish_text(std::string text, const ContainerRecord& record) {
   text += '\n';
   if (text.size() > kMaxCacheFileBytes) {
     throw cni::CniError(cni::ErrorCode::Io, "cache record of container " + record.container_id +
@@ -194,6 +196,29 @@ std::string serialise(const ContainerRecord& record) {
                                                 std::to_string(kMaxCacheFileBytes));
   }
   return text;
+}
+
+/// The record's file text; throws when it cannot be stored.
+std::string serialise(const ContainerRecord& record) {
+  check_storable(record);
+  return finish_text(compact(record_to_json(record), record), record);
+}
+
+/// The file text of `record` given the text of each of its attachments: byte for byte what
+/// serialise() writes (record_to_json's key order, compact).
+std::string assemble(const ContainerRecord& record, const std::vector<const std::string*>& attachments) {
+  std::string text = "{\"kind\":" + compact(Json(kFormat), record) +
+                     ",\"version\":" + std::to_string(kFormatVersion) +
+                     ",\"containerId\":" + compact(Json(record.container_id), record) +
+                     ",\"netns\":" + compact(Json(record.netns), record) +
+                     ",\"ifname\":" + compact(Json(record.ifname), record) +
+                     ",\"cniVersion\":" + compact(Json(record.cni_version), record) + ",\"attachments\":[";
+  for (size_t i = 0; i < attachments.size(); ++i) {
+    if (i > 0) text += ',';
+    text += *attachments[i];
+  }
+  text += "],\"extra\":" + compact(record.extra, record) + "}";
+  return finish_text(std::move(text), record);
 }
 
 /// True for "<pid>.<seq>.tmp", the part of a temp-file name after "<id>.".
@@ -231,11 +256,10 @@ class TempFile {
   TempFile(const TempFile&) = delete;
   TempFile& operator=(const TempFile&) = delete;
 
-  /// Writes, fsyncs, closes and renames the file to `target`.
+  /// Writes, closes and renames the file to `target` (no fsync: see cache.h).
   void commit(std::string_view data, const std::filesystem::path& target) {
     if (::fchmod(fd_.get(), 0600) != 0) throw_io("cannot chmod", path_, errno);
     write_all(fd_, data, path_);
-    if (::fsync(fd_.get()) != 0) throw_io("cannot fsync", path_, errno);
     if (int err = fd_.close_checked()) throw_io("cannot close", path_, err);
     if (::rename(path_.c_str(), target.c_str()) != 0)
       throw_io("cannot rename " + path_.string() + " to", target, errno);
@@ -265,16 +289,18 @@ void validate_container_id(std::string_view id) {
                           std::to_string(kMaxContainerIdLength) + " characters");
 }
 
+Json attachment_to_json(const AttachmentRecord& a) {
+  return Json{{"name", a.name},
+              {"ifname", a.ifname},
+              {"config", a.config},
+              {"result", a.result},
+              {"clusterNetwork", a.cluster_network},
+              {"extra", a.extra}};
+}
+
 Json record_to_json(const ContainerRecord& record) {
   Json attachments = Json::array();
-  for (const AttachmentRecord& a : record.attachments) {
-    attachments.push_back(Json{{"name", a.name},
-                               {"ifname", a.ifname},
-                               {"config", a.config},
-                               {"result", a.result},
-                               {"clusterNetwork", a.cluster_network},
-                               {"extra", a.extra}});
-  }
+  for (const AttachmentRecord& a : record.attachments) attachments.push_back(attachment_to_json(a));
   return Json{{"kind", kFormat},
               {"version", kFormatVersion},
               {"containerId", record.container_id},
@@ -354,19 +380,41 @@ std::optional<ContainerRecord> FileCache::load(const std::string& container_id) 
   return record_from_json(parse_bounded(*text, path.string()), container_id, path.string());
 }
 
+std::string FileCache::serialise_reusing(const ContainerRecord& record) {
+  check_storable(record);
+  std::lock_guard saved_lock(saved_mu_);
+  std::vector<SavedAttachment>& saved = saved_[record.container_id];
+  if (saved.size() > record.attachments.size()) saved.resize(record.attachments.size());
+  for (size_t i = 0; i < record.attachments.size(); ++i) {
+    const AttachmentRecord& a = record.attachments[i];
+    if (i == saved.size()) {
+      saved.push_back({a, compact(attachment_to_json(a), record)});
+    } else if (!(saved[i].record == a)) {
+      saved[i] = {a, compact(attachment_to_json(a), record)};
+    }
+  }
+  std::vector<const std::string*> texts;  // taken once `saved` no longer grows
+  texts.reserve(saved.size());
+  for (const SavedAttachment& s : saved) texts.push_back(&s.text);
+  return assemble(record, texts);
+}
+
 void FileCache::save(const ContainerRecord& record) {
   validate_container_id(record.container_id);
-  std::string text = serialise(record);
+  std::string text = serialise_reusing(record);
   std::filesystem::path temp_dir = dir_ / kTempDirName;
   ensure_dir(dir_);
   ensure_dir(temp_dir);
   TempFile temp(temp_dir, record.container_id);
   temp.commit(text, record_path(record.container_id));
-  fsync_dir(dir_);
 }
 
 void FileCache::remove(const std::string& container_id) {
   validate_container_id(container_id);
+  {
+    std::lock_guard saved_lock(saved_mu_);
+    saved_.erase(container_id);
+  }
   std::unique_ptr<FileLock> own_lock;
   if (!held_by_this_thread(container_id)) {
     struct stat st {};

@@ -1,8 +1,13 @@
 // The per-container cache (design §7): what DEL, CHECK and GC need to undo or verify an ADD without
 // the API server — the exact bytes of every delegate config and result, interface names and the
 // network-scoping state. FileCache keeps one JSON file per container under cniDir, written
-// atomically (temp file, fsync, rename, fsync dir) with 0700 directories and 0600 files, and
-// serialises calls for one container with a FileLock. MemoryCache is the fake for command tests.
+// atomically (temp file, rename) with 0700 directories and 0600 files, and serialises calls for
+// one container with a FileLock. Writes are not fsync'ed: a reader or a crashed manifold always
+// sees a whole old or whole new file, and only a power loss — which also destroys every network
+// namespace the cache describes — can lose or truncate an entry, which DEL and GC then treat as
+// unreadable (best-effort cleanup). An fsync costs milliseconds to tens of milliseconds on a busy
+// node disk, twice per attachment, which is far over the per-ADD budget (libcni and Multus do not
+// sync their caches either). MemoryCache is the fake for command tests.
 // Container IDs are validated before they become a file name, and cache files are treated as
 // untrusted input on load.
 #pragma once
@@ -73,6 +78,8 @@ void validate_container_id(std::string_view id);
 
 /// Serialises a record to its cache-file JSON (format "manifold-cache" version 1).
 Json record_to_json(const ContainerRecord& record);
+/// One element of the record's "attachments" list in the cache-file JSON.
+Json attachment_to_json(const AttachmentRecord& attachment);
 /// Parses and validates cache-file JSON; throws CniError(Decoding) mentioning `source` on any
 /// missing or wrongly typed field, a different container ID or an unknown format.
 ContainerRecord record_from_json(const Json& json, const std::string& container_id,
@@ -122,8 +129,17 @@ class FileCache final : public Cache {
 
  private:
   class Guard;
+  /// An attachment as last saved, with its serialised text.
+  struct SavedAttachment {
+    AttachmentRecord record;
+    std::string text;
+  };
   bool held_by_this_thread(const std::string& container_id);
   void remove_temp_files(const std::string& container_id);
+  /// The record's file text, re-serialising only the attachments that changed since this cache
+  /// last saved the container: ADD saves the growing record twice per attachment, which would
+  /// otherwise make its JSON work quadratic in the number of attachments.
+  std::string serialise_reusing(const ContainerRecord& record);
 
   std::filesystem::path dir_;
   std::chrono::milliseconds lock_timeout_;
@@ -131,6 +147,8 @@ class FileCache final : public Cache {
   Sleeper& sleeper_;
   std::mutex holders_mu_;
   std::map<std::string, std::thread::id> holders_;  ///< containers locked through this cache
+  std::mutex saved_mu_;
+  std::map<std::string, std::vector<SavedAttachment>> saved_;  ///< per container, in list order
 };
 
 /// An in-memory Cache for tests, with the same ID validation and lock semantics as FileCache.

@@ -1,0 +1,907 @@
+#!/usr/bin/env python3
+"""manifold's benchmark: what manifold costs on top of the delegates it runs (issue 7).
+
+    sudo python3 test/bench/bench.py [--quick] [--runs N] [--warmup N] [--json FILE]
+                                     [--manifold BIN] [--driver BIN] [--only NAME,...]
+
+Every scenario runs in a node network namespace of ours (the bench process itself enters it, so
+the bridge, the macvlan master and the Kubernetes API server double all live there) against a pod
+namespace of ours, and compares manifold with its floor measured in the same run, iteration by
+iteration (the two alternate, so load changes on a shared machine hit both alike):
+
+  version    VERSION (manifold, and bridge's VERSION as a reference exec cost)
+  bridge     ADD, CHECK, DEL with 1 bridge delegate, no Kubernetes: through the libcni driver
+             (driver -> manifold -> bridge vs driver -> bridge) and by direct exec
+  k8s-1/4/16 ADD, CHECK, DEL with Kubernetes lookups (GET pod, GET NADs, PUT status, events)
+             against the API server double for 1, 4 and 16 additional macvlan networks, vs the
+             sum of the delegates executed directly; the API round trips are measured by
+             replaying manifold's exact requests over one fresh TLS connection
+  scoped     1 bridge network with "sourceRouting" and "mesh" enabled vs the same without
+  cache      1 bridge network with 0 vs 200 other containers cached in cniDir
+  error      an ADD failing on a missing delegate: the error path and its first C++ exception
+
+Each command runs under benchexec (benchexec.c, built on the fly unless BENCHEXEC is set), which
+reports its wall time and, in separate traced runs, the peak RSS (VmHWM) and on-CPU time of
+manifold alone — never of the delegates it starts. Floors exec the delegates with the exact config bytes manifold
+cached. Prints a table and the budgets with PASS/FAIL (timing never makes the exit status
+non-zero; a command that fails does), and writes everything to JSON (default bench-results.json).
+Needs root.
+"""
+import argparse
+import contextlib
+import ctypes
+import ctypes.util
+import http.client
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "test", "integration"))
+sys.path.insert(0, os.path.join(REPO, "test", "integration", "apiserver"))
+sys.dont_write_bytecode = True
+
+from harness.netns import Netns, add_veth, remove_stale_namespaces, run  # noqa: E402
+
+PLUGIN_DIR = "/usr/lib/cni"
+BRIDGE = "mfbench0"
+MASTER = "mfbm0"
+CONTAINER = "bench-ctr"
+POD_NS, POD_NAME, POD_UID = "default", "bench-pod", "uid-bench-pod"
+NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
+MB = 1000 * 1000
+
+BUDGET_OWN_ADD_MS = 2.0
+BUDGET_VERSION_MS = 2.0
+BUDGET_RSS_BYTES = 8 * MB
+BUDGET_BINARY_BYTES = 8 * MB
+K8S_SIZES = (1, 4, 16)
+CACHED_CONTAINERS = 200
+
+
+class BenchError(RuntimeError):
+    """A measured command failed or left something behind: the numbers would be meaningless."""
+
+
+# ---- statistics ------------------------------------------------------------------------------------
+
+def percentile(values, q):
+    """The q-th percentile (0-100) by linear interpolation; None for no values."""
+    if not values:
+        return None
+    v = sorted(values)
+    pos = (len(v) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+
+def summary(values):
+    """median, p90, min, max and n of a list of milliseconds."""
+    if not values:
+        return None
+    return {"median": statistics.median(values), "p90": percentile(values, 90),
+            "min": min(values), "max": max(values), "n": len(values)}
+
+
+def fit_line(xs, ys):
+    """Least-squares slope and intercept of ys over xs."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0
+    return slope, my - slope * mx
+
+
+# ---- running commands ------------------------------------------------------------------------------
+
+def build_benchexec(work):
+    """The benchexec binary: $BENCHEXEC, else compiled from benchexec.c into work."""
+    path = os.environ.get("BENCHEXEC")
+    if path and os.access(path, os.X_OK):
+        return path
+    out = os.path.join(work, "benchexec")
+    run(["cc", "-O2", "-Wall", "-o", out, os.path.join(HERE, "benchexec.c")])
+    return out
+
+
+class Executor:
+    """Runs one command under benchexec and returns its measurement."""
+
+    def __init__(self, benchexec, work):
+        self.benchexec = benchexec
+        self.stdin_path = os.path.join(work, "stdin")
+        self.stdout_path = os.path.join(work, "stdout")
+        self.stderr_path = os.path.join(work, "stderr")
+
+    def __call__(self, argv, env, stdin=b"", traced=False, check=True, what=None):
+        with open(self.stdin_path, "wb") as f:
+            f.write(stdin if isinstance(stdin, bytes) else stdin.encode())
+        cmd = [self.benchexec] + (["--self"] if traced else []) + [
+            "--stdin", self.stdin_path, "--stdout", self.stdout_path, "--stderr", self.stderr_path,
+            "--"] + argv
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        if proc.returncode != 0:
+            raise BenchError("benchexec failed: %s" % proc.stderr)
+        m = json.loads(proc.stdout.strip().splitlines()[-1])
+        with open(self.stdout_path, encoding="utf-8", errors="replace") as f:
+            m["stdout"] = f.read()
+        with open(self.stderr_path, encoding="utf-8", errors="replace") as f:
+            m["stderr"] = f.read()
+        m["ms"] = m["wall_us"] / 1000.0
+        if check and (m["exit"] != 0 or m["signal"] != 0):
+            raise BenchError("%s failed (exit %s, signal %s)\nstdout: %s\nstderr: %s" % (
+                what or " ".join(argv), m["exit"], m["signal"], m["stdout"][-3000:], m["stderr"][-3000:]))
+        return m
+
+
+def base_env():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CNI_")}
+    env.pop("NETCONFPATH", None)
+    env["PATH"] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    return env
+
+
+def cni_env(command, netns, ifname="eth0", args=None, container=CONTAINER):
+    env = base_env()
+    env.update({"CNI_COMMAND": command, "CNI_CONTAINERID": container, "CNI_NETNS": netns,
+                "CNI_IFNAME": ifname, "CNI_PATH": PLUGIN_DIR})
+    if args:
+        env["CNI_ARGS"] = args
+    return env
+
+
+def enter_netns(path):
+    """Moves this (single-threaded) process into the network namespace at path for good."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    with open(path, "rb") as f:
+        if libc.setns(f.fileno(), 0x40000000) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, "setns(%s): %s" % (path, os.strerror(err)))
+
+
+# ---- the world -------------------------------------------------------------------------------------
+
+class World:
+    """Node and pod namespaces, temp directories and helpers shared by every scenario."""
+
+    def __init__(self, stack, args):
+        self.args = args
+        self.work = tempfile.mkdtemp(prefix="mf-bench-")
+        stack.callback(shutil.rmtree, self.work, True)
+        self.node = stack.enter_context(Netns())
+        self.pod = stack.enter_context(Netns())
+        add_veth(self.node, MASTER, MASTER + "p")
+        enter_netns(self.node.path)
+        self.exec = Executor(build_benchexec(self.work), self.work)
+        self.manifold = args.manifold
+        self.driver = args.driver
+        self.conf_dir = self.mkdir("netconf")
+        self.libcni_cache = self.mkdir("libcni-cache")
+        self.ipam_dir = self.mkdir("ipam")
+        self.log_dir = self.mkdir("log")
+        self.bin_dir = self.mkdir("bin")
+        os.symlink(self.manifold, os.path.join(self.bin_dir, "manifold"))
+
+    def mkdir(self, name):
+        path = os.path.join(self.work, name)
+        os.makedirs(path, exist_ok=True)
+        return path
+
+    # configs
+
+    def bridge_conf(self, name="cluster", **extra):
+        conf = {"cniVersion": "1.0.0", "name": name, "type": "bridge", "bridge": BRIDGE,
+                "isGateway": True, "ipMasq": False, "hairpinMode": False,
+                "ipam": {"type": "host-local", "subnet": "192.0.2.0/24", "gateway": "192.0.2.1",
+                         "dataDir": self.ipam_dir, "routes": [{"dst": "0.0.0.0/0"}]}}
+        conf.update(extra)
+        return conf
+
+    def macvlan_conf(self, i):
+        return {"cniVersion": "1.0.0", "name": "bench-net-%d" % i, "type": "macvlan",
+                "master": MASTER, "mode": "bridge",
+                "ipam": {"type": "static", "addresses": [{"address": "198.51.100.%d/24" % (10 + i)}]}}
+
+    def manifold_conf(self, cni_dir, delegates, **extra):
+        conf = {"cniVersion": "1.0.0", "name": "manifold-bench", "type": "manifold",
+                "cniDir": cni_dir, "binDir": PLUGIN_DIR, "logFile": os.path.join(self.log_dir, "manifold.log"),
+                "logLevel": "verbose", "logToStderr": False, "delegates": delegates}
+        conf.update(extra)
+        return conf
+
+    # runs
+
+    def run_manifold(self, command, conf, args=None, traced=False):
+        return self.exec([self.manifold], cni_env(command, self.pod.path, args=args),
+                         json.dumps(conf), traced=traced, what="manifold " + command)
+
+    def run_driver(self, verb, netname):
+        env = base_env()
+        env.update({"NETCONFPATH": self.conf_dir, "CNI_PATH": ":".join([self.bin_dir, PLUGIN_DIR]),
+                    "CNI_CACHE_DIR": self.libcni_cache, "CNI_CONTAINERID": CONTAINER,
+                    "CNI_IFNAME": "eth0", "DRIVER_TIMEOUT": "60"})
+        return self.exec([self.driver, verb, netname, self.pod.path], env, what="driver %s %s" % (verb, netname))
+
+    def write_netconf(self, conf, filename):
+        with open(os.path.join(self.conf_dir, filename), "w", encoding="utf-8") as f:
+            json.dump(conf, f)
+
+    def assert_pod_clean(self, what):
+        names = self.pod.link_names()
+        if names != ["lo"]:
+            raise BenchError("%s left links in the pod namespace: %s" % (what, names))
+
+    @staticmethod
+    def cached_record(cni_dir, container=CONTAINER):
+        with open(os.path.join(cni_dir, container + ".json"), encoding="utf-8") as f:
+            return json.load(f)
+
+
+class FloorPlan:
+    """The delegates of one manifold ADD, replayed directly with the exact bytes manifold cached."""
+
+    def __init__(self, world, record):
+        self.world = world
+        self.attachments = [{"config": a["config"], "result": a["result"], "ifname": a["ifname"],
+                             "args": a.get("extra", {}).get("cniArgs", ""), "name": a["name"]}
+                            for a in record["attachments"]]
+
+    def _env(self, command, a):
+        return cni_env(command, self.world.pod.path, ifname=a["ifname"], args=a["args"] or None)
+
+    @staticmethod
+    def _type(a):
+        return json.loads(a["config"])["type"]
+
+    @staticmethod
+    def _with_prev(a, result_text):
+        conf = json.loads(a["config"])
+        conf["prevResult"] = json.loads(result_text)
+        return json.dumps(conf)
+
+    def add(self):
+        total, results = 0.0, []
+        for a in self.attachments:
+            m = self.world.exec([os.path.join(PLUGIN_DIR, self._type(a))], self._env("ADD", a),
+                                a["config"], what="%s ADD (floor)" % a["name"])
+            total += m["ms"]
+            results.append(m["stdout"])
+        self.results = results
+        return total
+
+    def check(self):
+        total = 0.0
+        for a, res in zip(self.attachments, self.results):
+            total += self.world.exec([os.path.join(PLUGIN_DIR, self._type(a))], self._env("CHECK", a),
+                                     self._with_prev(a, res), what="%s CHECK (floor)" % a["name"])["ms"]
+        return total
+
+    def delete(self):
+        total = 0.0
+        for a, res in reversed(list(zip(self.attachments, self.results))):
+            total += self.world.exec([os.path.join(PLUGIN_DIR, self._type(a))], self._env("DEL", a),
+                                     self._with_prev(a, res), what="%s DEL (floor)" % a["name"])["ms"]
+        return total
+
+
+# ---- scenarios -------------------------------------------------------------------------------------
+
+VERBS = ("ADD", "CHECK", "DEL")
+
+
+def new_row(scenario, verb, note=""):
+    return {"scenario": scenario, "verb": verb, "note": note, "total": [], "floor": [], "api": [],
+            "rss_kb": [], "anon_kb": [], "cpu": [], "minflt": [], "requests": []}
+
+
+def record_traced(row, m):
+    """Keeps what a traced (--self) run measured: manifold's peak RSS and its own CPU time."""
+    row["rss_kb"].append(m["vmhwm_kb"])
+    if m["rss_anon_kb"] >= 0:
+        row["anon_kb"].append(m["rss_anon_kb"])
+    if m["cpu_us"] >= 0:
+        row["cpu"].append(m["cpu_us"] / 1000.0)
+    if m["minflt"] >= 0:
+        row["minflt"].append(m["minflt"])
+
+
+def manifold_cycle(world, conf, rows, args=None, traced=False):
+    """ADD, CHECK, DEL of manifold; appends the wall times (traced: RSS and CPU) to rows[verb]."""
+    for verb in VERBS:
+        m = world.run_manifold(verb, conf, args=args, traced=traced)
+        if traced:
+            record_traced(rows[verb], m)
+        else:
+            rows[verb]["total"].append(m["ms"])
+    world.assert_pod_clean("manifold DEL")
+
+
+def floor_cycle(plan, rows):
+    rows["ADD"]["floor"].append(plan.add())
+    rows["CHECK"]["floor"].append(plan.check())
+    rows["DEL"]["floor"].append(plan.delete())
+    plan.world.assert_pod_clean("the delegates' DEL")
+
+
+def capture_plan(world, conf, cni_dir, args=None):
+    """One unmeasured manifold ADD whose cache record becomes the floor plan, then DEL."""
+    world.run_manifold("ADD", conf, args=args)
+    plan = FloorPlan(world, World.cached_record(cni_dir))
+    world.run_manifold("DEL", conf, args=args)
+    world.assert_pod_clean("manifold DEL")
+    return plan
+
+
+def paired_iterations(args, measure_a, measure_b):
+    """Warm-up, then runs iterations alternating which side goes first."""
+    for _ in range(args.warmup):
+        measure_a(False)
+        measure_b(False)
+    for i in range(args.runs):
+        if i % 2 == 0:
+            measure_a(True)
+            measure_b(True)
+        else:
+            measure_b(True)
+            measure_a(True)
+
+
+def scenario_version(world, args):
+    row_m, row_b = new_row("version", "VERSION"), new_row("version", "VERSION", "bridge (reference)")
+    stdin = '{"cniVersion":"1.0.0"}'
+    env = base_env()
+    env["CNI_COMMAND"] = "VERSION"
+
+    def m(keep):
+        r = world.exec([world.manifold], env, stdin, what="manifold VERSION")
+        if keep:
+            row_m["total"].append(r["ms"])
+
+    def b(keep):
+        r = world.exec([os.path.join(PLUGIN_DIR, "bridge")], env, stdin, what="bridge VERSION")
+        if keep:
+            row_b["total"].append(r["ms"])
+
+    paired_iterations(args, m, b)
+    for _ in range(args.traced_runs):
+        record_traced(row_m, world.exec([world.manifold], env, stdin, traced=True))
+    return [row_m, row_b]
+
+
+def scenario_bridge(world, args):
+    """1 bridge delegate, no Kubernetes: libcni driver and direct exec."""
+    cni_dir = world.mkdir("cache-bridge")
+    conf = world.manifold_conf(cni_dir, [world.bridge_conf()])
+    world.write_netconf(conf, "10-manifold.conf")
+    world.write_netconf(world.bridge_conf(), "20-cluster.conf")
+    drv = {v: new_row("bridge", v, "libcni driver") for v in VERBS}
+    direct = {v: new_row("bridge", v, "direct exec") for v in VERBS}
+
+    def via_driver(net, key):
+        def go(keep):
+            for verb in VERBS:
+                ms = world.run_driver(verb.lower(), net)["ms"]
+                if keep:
+                    drv[verb][key].append(ms)
+            world.assert_pod_clean("driver DEL of " + net)
+        return go
+
+    paired_iterations(args, via_driver("manifold-bench", "total"), via_driver("cluster", "floor"))
+    plan = capture_plan(world, conf, cni_dir)
+
+    def m(keep):
+        manifold_cycle(world, conf, direct if keep else {v: new_row("", v) for v in VERBS})
+
+    def f(keep):
+        floor_cycle(plan, direct if keep else {v: new_row("", v) for v in VERBS})
+
+    paired_iterations(args, m, f)
+    for _ in range(args.traced_runs):
+        manifold_cycle(world, conf, direct, traced=True)
+    return list(drv.values()) + list(direct.values())
+
+
+class Kube:
+    """The API server double in the node namespace, with the pod and NADs of the k8s scenarios."""
+
+    def __init__(self, stack, world):
+        from apiserver_double import ApiServerDouble
+        self.api = stack.enter_context(ApiServerDouble(ipv6=False))
+        self.api.set_options(strict_resource_version=False)
+        self.kubeconfig = os.path.join(world.work, "kubeconfig")
+        self.api.write_kubeconfig(self.kubeconfig, auth="tokenFile")
+        self.nads = 0
+        self.replays = 0
+
+    def set_networks(self, world, k):
+        while self.nads < k:
+            self.nads += 1
+            self.api.add_nad(POD_NS, "bench-net-%d" % self.nads, world.macvlan_conf(self.nads))
+        names = ",".join("bench-net-%d" % i for i in range(1, k + 1))
+        self.api.add_pod(POD_NS, POD_NAME, uid=POD_UID, annotations={NETWORKS_ANNOTATION: names})
+
+    @staticmethod
+    def cni_args():
+        return ("IgnoreUnknown=1;K8S_POD_NAMESPACE=%s;K8S_POD_NAME=%s;K8S_POD_INFRA_CONTAINER_ID=%s;"
+                "K8S_POD_UID=%s" % (POD_NS, POD_NAME, CONTAINER, POD_UID))
+
+    def take_requests(self):
+        entries = self.api.requests()
+        self.api.clear_requests()
+        return entries
+
+    @staticmethod
+    def classify(entries):
+        """Counts of pod GETs, NAD GETs/LISTs, status PUTs, events and others."""
+        out = {"pod": 0, "nad": 0, "status": 0, "events": 0, "other": 0}
+        for e in entries:
+            path = e["path"]
+            if path.endswith("/events"):
+                out["events"] += 1
+            elif "network-attachment-definitions" in path:
+                out["nad"] += 1
+            elif e["method"] == "PUT" and path.endswith("/status"):
+                out["status"] += 1
+            elif e["method"] == "GET" and "/pods/" in path:
+                out["pod"] += 1
+            else:
+                out["other"] += 1
+        out["total"] = len(entries)
+        out["lookups_and_status"] = out["pod"] + out["nad"] + out["status"]
+        return out
+
+    def replay(self, entries):
+        """Replays requests over one fresh TLS connection; returns the wall time in ms. Status
+        PUTs drop their resourceVersion (accepted: strict mode is off) and events get a new name,
+        so every replayed request is served like the original instead of conflicting."""
+        self.replays += 1
+        prepared = []
+        for e in entries:
+            body = e["body"] or None
+            if body and e["method"] in ("PUT", "POST"):
+                obj = json.loads(body)
+                meta = obj.get("metadata", {})
+                if e["method"] == "PUT":
+                    meta.pop("resourceVersion", None)
+                elif e["path"].endswith("/events"):
+                    meta["name"] = "%s-replay%d" % (meta.get("name", "event"), self.replays)
+                body = json.dumps(obj, separators=(",", ":"))
+            headers = {k: v for k, v in e["headers"].items()
+                       if k in ("authorization", "accept", "content-type", "user-agent")}
+            target = e["path"] + ("?" + e["query"] if e["query"] else "")
+            prepared.append((e["method"], target, body, headers))
+        ctx = self.api.ssl_context()
+        start = time.perf_counter()
+        conn = http.client.HTTPSConnection("127.0.0.1", self.api.port, context=ctx, timeout=30)
+        try:
+            conn.connect()
+            for method, target, body, headers in prepared:
+                conn.request(method, target, body=body, headers=headers)
+                resp = conn.getresponse()
+                resp.read()
+                if resp.status >= 400:
+                    raise BenchError("replayed %s %s got %d" % (method, target, resp.status))
+        finally:
+            conn.close()
+        return (time.perf_counter() - start) * 1000.0
+
+
+def scenario_k8s(world, args, kube, k):
+    name = "k8s-%d" % k
+    cni_dir = world.mkdir("cache-" + name)
+    conf = world.manifold_conf(cni_dir, [world.bridge_conf()], kubeconfig=kube.kubeconfig)
+    kube.set_networks(world, k)
+    cni_args = kube.cni_args()
+    rows = {v: new_row(name, v, "%d NAD%s + cluster network" % (k, "s" if k > 1 else "")) for v in VERBS}
+    scratch = {v: new_row("", v) for v in VERBS}
+    kube.take_requests()
+    plan = capture_plan(world, conf, cni_dir, args=cni_args)
+    kube.take_requests()
+
+    def m(keep):
+        target = rows if keep else scratch
+        for verb in VERBS:
+            ms = world.run_manifold(verb, conf, args=cni_args)["ms"]
+            entries = kube.take_requests()
+            target[verb]["total"].append(ms)
+            target[verb]["requests"].append(Kube.classify(entries))
+            if verb == "ADD":
+                target[verb]["api"].append(kube.replay(entries))
+                kube.take_requests()
+        world.assert_pod_clean("manifold DEL")
+
+    def f(keep):
+        floor_cycle(plan, rows if keep else scratch)
+
+    paired_iterations(args, m, f)
+    for _ in range(args.traced_runs):
+        manifold_cycle(world, conf, rows, args=cni_args, traced=True)
+        kube.take_requests()
+    return list(rows.values())
+
+
+def scenario_scoped(world, args):
+    """sourceRouting + mesh on the one network vs the same network unscoped."""
+    scoped_dir, plain_dir = world.mkdir("cache-scoped"), world.mkdir("cache-unscoped")
+    scoping = {"sourceRouting": {"enabled": True}, "mesh": {"enabled": True}}
+    scoped = world.manifold_conf(scoped_dir, [world.bridge_conf(**scoping)])
+    plain = world.manifold_conf(plain_dir, [world.bridge_conf()])
+    # Is scoping wired into this binary? Then ADD leaves a `from <ip>` rule in the pod.
+    world.run_manifold("ADD", scoped)
+    rules = world.pod.ip("-4", "rule", "show")
+    record = World.cached_record(scoped_dir)
+    world.run_manifold("DEL", scoped)
+    world.assert_pod_clean("manifold DEL")
+    has_state = any("scoping" in a.get("extra", {}) for a in record["attachments"])
+    if not has_state or not re.search(r"\bfrom 192\.0\.2\.", rules):
+        return None
+    rows = {v: new_row("scoped", v, "sourceRouting + mesh vs unscoped") for v in VERBS}
+    plain_rows = {v: new_row("", v) for v in VERBS}
+
+    def s(keep):
+        manifold_cycle(world, scoped, rows if keep else {v: new_row("", v) for v in VERBS})
+
+    def p(keep):
+        manifold_cycle(world, plain, plain_rows if keep else {v: new_row("", v) for v in VERBS})
+
+    paired_iterations(args, s, p)
+    for v in VERBS:
+        rows[v]["floor"] = plain_rows[v]["total"]
+        rows[v]["floor_label"] = "unscoped manifold"
+    for _ in range(args.traced_runs):
+        manifold_cycle(world, scoped, rows, traced=True)
+    return list(rows.values())
+
+
+def scenario_error(world, args):
+    """An ADD that fails (its delegate binary does not exist): the cost of manifold's error path,
+    including its first C++ exception, against a successful VERSION as the exec reference."""
+    conf = world.manifold_conf(world.mkdir("cache-error"), [{"cniVersion": "1.0.0", "name": "broken",
+                                                             "type": "no-such-plugin"}])
+    row = new_row("error", "ADD", "missing delegate -> CNI error 101")
+    env = cni_env("ADD", world.pod.path)
+
+    def go(traced):
+        m = world.exec([world.manifold], env, json.dumps(conf), traced=traced, check=False)
+        if m["exit"] != 1 or '"code": 101' not in m["stdout"]:
+            raise BenchError("the failing ADD did not fail with error 101: %s" % m["stdout"][-2000:])
+        return m
+
+    for _ in range(args.warmup):
+        go(False)
+    for _ in range(args.runs):
+        row["total"].append(go(False)["ms"])
+    for _ in range(args.traced_runs):
+        record_traced(row, go(True))
+    return [row]
+
+
+def populate_cache(world, cni_dir, template_conf, count):
+    """count cache entries of other containers (copies of a real record under other IDs)."""
+    world.run_manifold("ADD", template_conf)
+    record = World.cached_record(cni_dir)
+    world.run_manifold("DEL", template_conf)
+    world.assert_pod_clean("manifold DEL")
+    for i in range(count):
+        cid = "other-%064d" % i
+        record["containerId"] = cid
+        path = os.path.join(cni_dir, cid + ".json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(record, f)
+        os.chmod(path, 0o600)
+
+
+def scenario_cache(world, args):
+    empty_dir, full_dir = world.mkdir("cache-0"), world.mkdir("cache-%d" % CACHED_CONTAINERS)
+    empty = world.manifold_conf(empty_dir, [world.bridge_conf()])
+    full = world.manifold_conf(full_dir, [world.bridge_conf()])
+    populate_cache(world, full_dir, full, CACHED_CONTAINERS)
+    rows = {v: new_row("cache", v, "%d vs 0 cached containers" % CACHED_CONTAINERS) for v in VERBS}
+    base = {v: new_row("", v) for v in VERBS}
+
+    def a(keep):
+        manifold_cycle(world, full, rows if keep else {v: new_row("", v) for v in VERBS})
+
+    def b(keep):
+        manifold_cycle(world, empty, base if keep else {v: new_row("", v) for v in VERBS})
+
+    paired_iterations(args, a, b)
+    for v in VERBS:
+        rows[v]["floor"] = base[v]["total"]
+        rows[v]["floor_label"] = "0 cached containers"
+    return list(rows.values())
+
+
+# ---- reporting -------------------------------------------------------------------------------------
+
+def finish_row(row):
+    """Adds summaries: total, floor, overhead (paired differences), API, own = overhead - API."""
+    out = dict(row)
+    out["total_ms"] = summary(row["total"])
+    out["floor_ms"] = summary(row["floor"])
+    if row["total"] and row["floor"]:
+        diffs = [t - f for t, f in zip(row["total"], row["floor"])]
+        out["overhead_ms"] = summary(diffs)
+        fm = out["floor_ms"]["median"]
+        out["overhead_ratio"] = (out["overhead_ms"]["median"] / fm) if fm else None
+    if row["api"]:
+        out["api_ms"] = summary(row["api"])
+        own = [t - f - a for t, f, a in zip(row["total"], row["floor"], row["api"])]
+        out["own_ms"] = summary(own)
+    if row["rss_kb"]:
+        out["rss_peak_bytes"] = max(row["rss_kb"]) * 1024
+    if row["cpu"]:
+        out["cpu_ms"] = summary(row["cpu"])
+    if row["minflt"]:
+        out["minor_faults"] = statistics.median(row["minflt"])
+    if row["anon_kb"]:
+        out["anon_peak_bytes"] = max(row["anon_kb"]) * 1024
+    if row["requests"]:
+        out["requests_per_call"] = row["requests"][-1]
+    return out
+
+
+def fmt(v, digits=2):
+    return "-" if v is None else ("%.*f" % (digits, v))
+
+
+def print_table(rows):
+    head = ("scenario", "verb", "variant", "median", "p90", "floor", "overhead", "ratio", "api",
+            "own", "cpu", "peak RSS", "requests")
+    lines = [head]
+    for r in rows:
+        t, f, o = r.get("total_ms"), r.get("floor_ms"), r.get("overhead_ms")
+        api, own = r.get("api_ms"), r.get("own_ms")
+        req = r.get("requests_per_call")
+        lines.append((
+            r["scenario"], r["verb"], r["note"], fmt(t and t["median"]), fmt(t and t["p90"]),
+            fmt(f and f["median"]), fmt(o and o["median"]),
+            "-" if r.get("overhead_ratio") is None else "%+.0f%%" % (100 * r["overhead_ratio"]),
+            fmt(api and api["median"]), fmt(own and own["median"]),
+            fmt(r.get("cpu_ms") and r["cpu_ms"]["median"]),
+            "-" if "rss_peak_bytes" not in r else "%.2f MB (%.2f)" % (
+                r["rss_peak_bytes"] / MB, r.get("anon_peak_bytes", 0) / MB),
+            "-" if not req else "%d (%d+%dev)" % (req["total"], req["lookups_and_status"], req["events"])))
+    widths = [max(len(str(line[i])) for line in lines) for i in range(len(head))]
+    print("times in ms: median and p90 wall time of the runs; floor = the delegates alone (or the "
+          "variant named);\noverhead = total - floor, paired per iteration; ratio = overhead / floor; api = "
+          "manifold's API requests replayed;\nown = overhead - api; cpu = manifold's own on-CPU time "
+          "(traced runs, load-independent);\npeak RSS = VmHWM of manifold alone (in brackets: its private "
+          "memory; the rest are pages of the executable)")
+    for n, line in enumerate(lines):
+        print("  ".join(str(c).ljust(w) if i < 3 else str(c).rjust(w) for i, (c, w) in enumerate(zip(line, widths))))
+        if n == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+def find_row(rows, scenario, verb, note_part=""):
+    for r in rows:
+        if r["scenario"] == scenario and r["verb"] == verb and note_part in r["note"]:
+            return r
+    return None
+
+
+def budgets(rows, binary_size, args):
+    """The budget lines: (text, value, limit, PASS/FAIL/n/a)."""
+    out = []
+
+    def line(text, value, limit, unit, ok=None):
+        if value is None:
+            out.append({"budget": text, "value": None, "limit": limit, "verdict": "n/a"})
+            return
+        verdict = "PASS" if (ok if ok is not None else value <= limit) else "FAIL"
+        out.append({"budget": text, "value": value, "limit": limit, "unit": unit, "verdict": verdict})
+
+    r = find_row(rows, "bridge", "ADD", "libcni")
+    line("own overhead per ADD, no Kubernetes, 1 network (libcni driver, median)",
+         r and r.get("overhead_ms") and r["overhead_ms"]["median"], BUDGET_OWN_ADD_MS, "ms")
+    r = find_row(rows, "bridge", "ADD", "direct")
+    line("own overhead per ADD, no Kubernetes, 1 network (direct exec, median)",
+         r and r.get("overhead_ms") and r["overhead_ms"]["median"], BUDGET_OWN_ADD_MS, "ms")
+    for k in K8S_SIZES:
+        r = find_row(rows, "k8s-%d" % k, "ADD")
+        if r is None:
+            continue
+        api = r["api_ms"]["median"]
+        line("own overhead per ADD with Kubernetes, %d NAD(s) (median; limit 2 ms + %.2f ms API)" % (k, api),
+             r["overhead_ms"]["median"], BUDGET_OWN_ADD_MS + api, "ms")
+    peak = max((r["rss_peak_bytes"] for r in rows if "rss_peak_bytes" in r and "reference" not in r["note"]),
+               default=None)
+    line("peak RSS of manifold itself (max over every measured verb)", peak, BUDGET_RSS_BYTES, "bytes")
+    r = find_row(rows, "version", "VERSION")
+    line("VERSION (median)", r and r["total_ms"]["median"], BUDGET_VERSION_MS, "ms")
+    line("static binary size", binary_size, BUDGET_BINARY_BYTES, "bytes")
+    for k in K8S_SIZES:
+        r = find_row(rows, "k8s-%d" % k, "ADD")
+        if r is None:
+            continue
+        counts = [q["lookups_and_status"] for q in r["requests"]]
+        ok = all(c == 2 + k for c in counts)
+        line("API requests per ADD, %d NAD(s): pod GET + NAD GETs + status PUT = 2 + %d (events: %d)" % (
+            k, k, r["requests"][-1]["events"]), max(counts), 2 + k, "requests", ok=ok)
+    return out
+
+
+def scaling(rows):
+    """Per-attachment slope over the 1/4/16 runs, and the 0 vs 200 cached containers delta."""
+    out = {}
+    ks, overhead, own, total = [], [], [], []
+    for k in K8S_SIZES:
+        r = find_row(rows, "k8s-%d" % k, "ADD")
+        if r is None:
+            continue
+        ks.append(k)
+        total.append(r["total_ms"]["median"])
+        overhead.append(r["overhead_ms"]["median"])
+        own.append(r["own_ms"]["median"])
+    if len(ks) >= 2:
+        for key, ys in (("total", total), ("overhead", overhead), ("own", own)):
+            slope, intercept = fit_line(ks, ys)
+            out["add_%s_slope_ms_per_attachment" % key] = slope
+            out["add_%s_intercept_ms" % key] = intercept
+        out["attachments"] = ks
+    for verb in VERBS:
+        r = find_row(rows, "cache", verb)
+        if r and r.get("overhead_ms"):
+            out["cache_%d_minus_0_%s_ms" % (CACHED_CONTAINERS, verb)] = r["overhead_ms"]["median"]
+    return out
+
+
+def print_budgets(lines):
+    print("\nbudgets (reported only; timing never fails the run)")
+    for b in lines:
+        if b["verdict"] == "n/a":
+            print("  n/a   %s: not measured" % b["budget"])
+            continue
+        unit = b["unit"]
+        if unit == "bytes":
+            val, lim = "%.2f MB (%d bytes)" % (b["value"] / MB, b["value"]), "%.2f MB" % (b["limit"] / MB)
+        elif unit == "ms":
+            val, lim = "%.2f ms" % b["value"], "%.2f ms" % b["limit"]
+        else:
+            val, lim = "%d" % b["value"], "%d" % b["limit"]
+        print("  %-4s  %s: %s (limit %s)" % (b["verdict"], b["budget"], val, lim))
+
+
+def print_scaling(s):
+    print("\nscaling")
+    if "attachments" in s:
+        print("  ADD per additional attachment (least squares over %s NADs): total %.2f ms, "
+              "manifold overhead %.2f ms, own (minus API) %.2f ms" % (
+                  "/".join(map(str, s["attachments"])), s["add_total_slope_ms_per_attachment"],
+                  s["add_overhead_slope_ms_per_attachment"], s["add_own_slope_ms_per_attachment"]))
+    for verb in VERBS:
+        key = "cache_%d_minus_0_%s_ms" % (CACHED_CONTAINERS, verb)
+        if key in s:
+            print("  %s with %d other containers cached minus with 0: %+.2f ms" % (verb, CACHED_CONTAINERS, s[key]))
+
+
+# ---- main ------------------------------------------------------------------------------------------
+
+def find_default(paths):
+    for p in paths:
+        if p and os.path.isfile(p) and os.access(p, os.X_OK):
+            return os.path.abspath(p)
+    return None
+
+
+def is_static(path):
+    proc = subprocess.run(["ldd", path], capture_output=True, text=True)
+    return "not a dynamic executable" in proc.stdout + proc.stderr
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="few runs: shows the bench works (CI)")
+    p.add_argument("--runs", type=int, help="measured iterations per scenario (default 30, quick 3)")
+    p.add_argument("--warmup", type=int, help="unmeasured iterations first (default 3, quick 1)")
+    p.add_argument("--traced-runs", type=int,
+                   help="traced runs for manifold's peak RSS and CPU time (default 5, quick 1)")
+    p.add_argument("--manifold", help="binary under test (default: $MANIFOLD_STATIC_BIN, "
+                                      "build/release-static/manifold, $MANIFOLD_BIN)")
+    p.add_argument("--static", help="static release binary whose size is checked (default: --manifold "
+                                    "if static, else build/release-static/manifold)")
+    p.add_argument("--driver", help="libcni driver (default: $CNI_DRIVER, build/*/test/integration/driver)")
+    p.add_argument("--json", default="bench-results.json", help="output file (default %(default)s)")
+    p.add_argument("--realtime", action="store_true",
+                   help="run the bench and everything it starts under SCHED_FIFO, so that other "
+                        "load on a shared machine does not queue the measured processes")
+    p.add_argument("--only", help="comma-separated scenarios: version,bridge,k8s,scoped,cache,error")
+    args = p.parse_args(argv)
+    args.runs = args.runs or (3 if args.quick else 30)
+    args.warmup = args.warmup if args.warmup is not None else (1 if args.quick else 3)
+    args.traced_runs = args.traced_runs if args.traced_runs is not None else (1 if args.quick else 5)
+    static_default = os.path.join(REPO, "build", "release-static", "manifold")
+    args.manifold = find_default([args.manifold, os.environ.get("MANIFOLD_STATIC_BIN"), static_default,
+                                  os.environ.get("MANIFOLD_BIN")])
+    if not args.manifold:
+        p.error("no manifold binary: pass --manifold or build it (test/static-check.sh --build-only)")
+    drivers = [args.driver, os.environ.get("CNI_DRIVER")]
+    build = os.path.join(REPO, "build")
+    if os.path.isdir(build):
+        drivers += sorted(os.path.join(build, d, "test", "integration", "driver") for d in os.listdir(build))
+    args.driver = find_default(drivers)
+    if not args.driver:
+        p.error("no libcni driver: pass --driver or build the tests (target cni_driver)")
+    if not args.static:
+        args.static = args.manifold if is_static(args.manifold) else find_default([static_default])
+    args.only = set((args.only or "version,bridge,k8s,scoped,cache,error").split(","))
+    return args
+
+
+def main(argv):
+    args = parse_args(argv)
+    if os.geteuid() != 0:
+        print("the benchmark needs root (network namespaces)", file=sys.stderr)
+        return 2
+    remove_stale_namespaces()
+    if args.realtime:
+        # Inherited by every process the bench starts; the kernel's RT throttling still leaves 5%
+        # of each CPU to everything else.
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+    binary_size = os.path.getsize(args.static) if args.static else None
+    print("manifold: %s (%d bytes, %s)" % (args.manifold, os.path.getsize(args.manifold),
+                                          "static" if is_static(args.manifold) else "dynamic"))
+    print("driver:   %s" % args.driver)
+    print("runs: %d measured after %d warm-up, %d traced for RSS and CPU%s%s; load average %s\n" % (
+        args.runs, args.warmup, args.traced_runs, " (quick mode)" if args.quick else "",
+        ", SCHED_FIFO" if args.realtime else "", "%.1f %.1f %.1f" % os.getloadavg()))
+    started = time.time()
+    raw = []
+    notes = []
+    with contextlib.ExitStack() as stack:
+        world = World(stack, args)
+        if "version" in args.only:
+            raw += scenario_version(world, args)
+        if "bridge" in args.only:
+            raw += scenario_bridge(world, args)
+        if "k8s" in args.only:
+            kube = Kube(stack, world)
+            for k in K8S_SIZES:
+                raw += scenario_k8s(world, args, kube, k)
+        if "scoped" in args.only:
+            scoped = scenario_scoped(world, args)
+            if scoped is None:
+                notes.append("scoped: not measured — this binary ignores sourceRouting/mesh "
+                             "(no source-routing rule and no scoping state after ADD)")
+            else:
+                raw += scoped
+        if "cache" in args.only:
+            raw += scenario_cache(world, args)
+        if "error" in args.only:
+            raw += scenario_error(world, args)
+    rows = [finish_row(r) for r in raw]
+    print_table(rows)
+    for n in notes:
+        print("note: " + n)
+    lines = budgets(rows, binary_size, args)
+    print_budgets(lines)
+    scale = scaling(rows)
+    print_scaling(scale)
+    result = {"manifold": args.manifold, "manifold_bytes": os.path.getsize(args.manifold),
+              "static_binary": args.static, "static_binary_bytes": binary_size,
+              "runs": args.runs, "warmup": args.warmup, "traced_runs": args.traced_runs, "quick": args.quick,
+              "realtime": args.realtime, "loadavg": os.getloadavg(),
+              "elapsed_s": time.time() - started, "rows": rows, "budgets": lines, "scaling": scale,
+              "notes": notes}
+    with open(args.json, "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=1)
+    print("\nresults written to %s (%.0f s)" % (args.json, time.time() - started))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except BenchError as e:
+        print("bench: %s" % e, file=sys.stderr)
+        sys.exit(1)
