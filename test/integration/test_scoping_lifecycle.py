@@ -256,7 +256,15 @@ class ScopingLifecycleTest(ScopingTestCase):
                 self.assertEqual(state["sourceRouting"]["priority"], PRIORITY)
                 self.assertEqual(state["sourceRouting"]["tables"], [1000, 1001][:len(families)])
                 self.assertEqual(state["sourceRouting"]["ips"], [NET1[f] for f in families])
-                self.assertNotIn("scoping", json.dumps(self.scoping_state("eth0") or {}))
+                self.assertIsNone(self.scoping_state("eth0"))
+                # Table 1000 holds a copy of net1's main routes plus the default via the gateway;
+                # main keeps its own (copied, not moved).
+                copied = sorted((r["dst"], r.get("gateway"), r["dev"]) for r in self.table(1000))
+                self.assertEqual(copied, sorted([("default", "198.51.100.1", "net1"),
+                                                 ("100.64.0.0/16", "198.51.100.1", "net1"),
+                                                 ("198.51.100.0/24", None, "net1")]))
+                main_net1 = sorted((r["dst"], r.get("gateway")) for r in self.pod.routes(4) if r.get("dev") == "net1")
+                self.assertEqual(main_net1, [("100.64.0.0/16", "198.51.100.1"), ("198.51.100.0/24", None)])
                 before = self.snapshot(mode)
                 again = self.driver("add", self.pod.path, container_id=CONTAINER)
                 self.assertCniError(again, 102)
@@ -306,27 +314,54 @@ class ScopingLifecycleTest(ScopingTestCase):
                 self.assertNotIn("%d:" % PRIORITY, seen)
         self.assertNothingLeft()
 
+    # ---- iptablesMode auto ------------------------------------------------------------------------
+
+    def test_auto_mode_uses_the_backend_the_namespace_already_uses(self):
+        # A fresh namespace: nft. A namespace whose legacy tables hold the mesh's rules: legacy.
+        for preloaded, expected, other in ((None, "nft", "legacy"), ("legacy", "legacy", "nft")):
+            with self.subTest(preloaded=preloaded):
+                if preloaded:
+                    self.load(preloaded, 4, FOREIGN)
+                self.write_scoped("auto")
+                self.assertOk(self.driver("add", self.pod.path, container_id=CONTAINER))
+                self.assertEqual(self.scoping_state("net1")["mesh"]["backend"], expected)
+                self.assertIn("-j CNIMESH-IN-net1", rules_of(self.nat_save(expected, 4), "PREROUTING")[0])
+                self.assertNotIn("CNIMESH-IN-net1", self.nat_save(other, 4))
+                self.assertOk(self.driver("check", self.pod.path, container_id=CONTAINER))
+                self.assertOk(self.driver("del", self.pod.path, container_id=CONTAINER))
+                self.assertNotIn("net1", self.nat_save(expected, 4))
+                if preloaded:
+                    self.assertIn("-j PROXY_INIT_REDIRECT", self.nat_save(preloaded, 4))
+                self.assertNothingLeft()
+
     # ---- bad configs -----------------------------------------------------------------------------
 
     def test_bad_configs_are_error_7_and_create_nothing(self):
         rules_before = self.pod.ip("rule", "show")
         cases = [
-            ("a port out of range", {"mesh": mesh("nft", inboundPort=70000)}, {}),
-            ("a malformed ignored port", {"mesh": mesh("nft", inboundPortsToIgnore=["41x0"])}, {}),
-            ("a CIDR of the wrong family", {"mesh": mesh("nft", inboundSubnetsToIgnoreV4=["2001:db8::/64"])}, {}),
-            ("a non-numeric UID", {"mesh": mesh("nft", proxyUID="linkerd")}, {}),
-            ("a rule priority after main's", {"sourceRouting": {"enabled": True, "rulePriority": 40000}}, {}),
-            ("a scoping key that is no object", {"sourceRouting": True}, {}),
-            ("a bad top-level default", {}, {"mesh": {"enabled": "yes"}}),
-            ("an unknown key", {"mesh": mesh("nft", inboundPorts=[80])}, {}),
+            ("a port out of range", {"mesh": mesh("nft", inboundPort=70000)}, {}, "mesh.inboundPort"),
+            ("a malformed ignored port", {"mesh": mesh("nft", inboundPortsToIgnore=["41x0"])}, {},
+             "mesh.inboundPortsToIgnore"),
+            ("a reversed port range", {"mesh": mesh("nft", outboundPortsToIgnore=["90-80"])}, {},
+             "mesh.outboundPortsToIgnore"),
+            ("a CIDR of the wrong family", {"mesh": mesh("nft", inboundSubnetsToIgnoreV4=["2001:db8::/64"])}, {},
+             "mesh.inboundSubnetsToIgnoreV4"),
+            ("a non-numeric UID", {"mesh": mesh("nft", proxyUID="linkerd")}, {}, "mesh.proxyUID"),
+            ("a bad iptablesMode", {"mesh": mesh("iptables")}, {}, "mesh.iptablesMode"),
+            ("a rule priority after main's", {"sourceRouting": {"enabled": True, "rulePriority": 40000}}, {},
+             "sourceRouting.rulePriority"),
+            ("a scoping key that is no object", {"sourceRouting": True}, {}, "sourceRouting"),
+            ("a bad top-level default", {}, {"mesh": {"enabled": "yes"}}, "mesh.enabled"),
+            ("an unknown key", {"mesh": mesh("nft", inboundPorts=[80])}, {}, "mesh.inboundPorts"),
         ]
-        for what, net1_keys, top in cases:
+        for what, net1_keys, top, field in cases:
             with self.subTest(config=what):
                 conf = net1_conf(self.v6)
                 conf.update(net1_keys)
                 self.write_manifold("1.0.0", [cluster_conf(self.tree.ipam_dir, self.v6), conf], **top)
                 add = self.driver("add", self.pod.path, container_id=CONTAINER)
                 self.assertCniError(add, 7)
+                self.assertIn(field, add.error["msg"])
                 self.assertEqual(self.pod.link_names(), ["lo"])
                 self.assertEqual(self.pod.ip("rule", "show"), rules_before)
                 self.assertNotIn("CNIMESH", self.nat_save("nft", 4))
