@@ -8,7 +8,8 @@ the mesh redirect and source routing in its network config; eth0 carries neither
       with the original destination; without sourceRouting the reply leaves via eth0: timeout
   T2  remote -> net1:8080: the proxy's inbound port with the original destination
   T3  remote -> net1:4191 (an ignored port): refused, not redirected
-  T4  cluster side -> eth0:8080: the app, not redirected
+  T4  cluster side -> eth0:8080: the app, not redirected (the inbound REDIRECT's counter, which
+      rises for T2, stays flat)
   T5  app (UID 1000) -> remote:80 via net1: the proxy's outbound port with the original destination
   T6  app -> cluster side via eth0: not redirected
   T7  proxy (UID 2102) -> remote:80 via net1: not recaptured
@@ -91,6 +92,14 @@ class ReferenceRowsTest(ScopingTestCase):
             count = self.watched(ns, family)
         return count
 
+    def inbound_redirects(self, mode, family):
+        """Packets counted by the REDIRECT rule of the pod's CNIMESH-IN-net1 chain."""
+        tool = "%s-%s" % ("iptables" if family == 4 else "ip6tables", mode)
+        out = self.pod.exec(tool, "-t", "nat", "-L", "CNIMESH-IN-net1", "-v", "-x", "-n").stdout
+        counts = [int(line.split()[0]) for line in out.splitlines() if "REDIRECT" in line]
+        self.assertEqual(len(counts), 1, out)
+        return counts[0]
+
     # ---- rows ------------------------------------------------------------------------------------
 
     def run_rows(self, mode):
@@ -104,10 +113,16 @@ class ReferenceRowsTest(ScopingTestCase):
             eth0 = self.eth0_ip(add.result, family)
             for row, ns, host, port, uid, bind, expected in self.expected_rows(family, eth0):
                 with self.subTest(mode=mode, family=family, row=row):
+                    redirected = self.inbound_redirects(mode, family)
                     got = self.probe(ns, host, port, uid=uid, bind=bind)
                     self.assertTrue((got + " ").startswith(expected + " "),
                                     "%s IPv%d %s: expected %r, got %r\n%s" % (
                                         mode, family, row, expected, got, self.nat_save(mode, family)))
+                    # The inbound REDIRECT counts T2's connection and none of T4's (eth0).
+                    if row == "T2":
+                        self.assertGreater(self.inbound_redirects(mode, family), redirected)
+                    if row == "T4":
+                        self.assertEqual(self.inbound_redirects(mode, family), redirected)
         self.assertOk(self.driver("del", self.pod.path, container_id=CONTAINER))
         self.assertNotIn("CNIMESH", self.nat_save(mode, 4))
         self.assertNothingLeft()
@@ -131,7 +146,7 @@ class ReferenceRowsTest(ScopingTestCase):
                 self.watch(self.node, family, NET1[family], REMOTE_SBR[family])
                 self.watch(self.gw, family, NET1[family], REMOTE_SBR[family])
                 # The client's outcome is not the evidence (it cannot succeed: no reply reaches it).
-                got = self.probe(self.remote, NET1[family], 8080, bind=REMOTE_SBR[family], timeout=3)
+                got = self.probe(self.remote, NET1[family], 8080, bind=REMOTE_SBR[family], timeout=1)
                 self.assertFalse(got.startswith("proxy-in "), got)
                 self.assertGreater(self.wait_watched(self.node, family), 0,
                                    "the SYN-ACK never reached the cluster side")
@@ -143,10 +158,10 @@ class ReferenceRowsTest(ScopingTestCase):
         self.assertOk(self.driver("del", self.pod.path, container_id=CONTAINER))
         self.assertNothingLeft()
 
-    def test_t1_times_out_without_source_routing_nft(self):
+    def test_t1_reply_leaves_via_eth0_without_source_routing_nft(self):
         self.run_without_source_routing("nft")
 
-    def test_t1_times_out_without_source_routing_legacy(self):
+    def test_t1_reply_leaves_via_eth0_without_source_routing_legacy(self):
         self.run_without_source_routing("legacy")
 
 
