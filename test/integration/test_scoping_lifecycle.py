@@ -400,5 +400,19 @@ class ScopingLifecycleTest(ScopingTestCase):
         self.assertNothingLeft()
 
 
+    def test_keys_never_reach_delegates_on_gc_and_status(self):
+        recorded = self.fake_conf("fake-record", "1.1.0", name="recorded", address="203.0.113.5/24",
+                                  mesh={"enabled": False}, sourceRouting={"enabled": False})
+        self.write_manifold("1.1.0", [recorded])
+        self.assertOk(self.driver("status", ""))
+        self.assertOk(self.driver("gc", "", valid_attachments=[]))
+        records = self.tree.records()
+        self.assertEqual(sorted(r["command"] for r in records), ["GC", "STATUS"])
+        for record in records:
+            self.assertNotIn("mesh", record["config"], record["command"])
+            self.assertNotIn("sourceRouting", record["config"], record["command"])
+        self.assertNothingLeft()
+
+
 if __name__ == "__main__":
     main()
