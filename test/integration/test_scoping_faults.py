@@ -3,7 +3,8 @@
 Debian's plugins: the restore binary is missing, or ip6tables-restore fails after the IPv4 rules
 went in. Each ADD must fail with error 106 naming the binary and leave nothing behind: no CNIMESH
 line in any nat table, no rule at our priority, no route in our tables, no link, no IPAM
-reservation, no cache entry (manifold's or the runtime's); a DEL afterwards succeeds.
+reservation, no cache entry (manifold's or the runtime's); a DEL afterwards succeeds. Likewise a
+later delegate's failure undoes the scoping already applied to an earlier attachment.
 
 manifold looks its iptables binaries up only in /usr/sbin, /sbin and /usr/bin (never PATH), so the
 faults are made where it looks, without touching the host: the driver runs through a wrapper that,
@@ -20,15 +21,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True
 
 from harness import main  # noqa: E402
-from scoping_world import ScopingTestCase  # noqa: E402
+from scoping_world import ScopingTestCase, cluster_conf, mesh, net1_conf  # noqa: E402
 
 CONTAINER = "ctr-scoping-faults"
 SBIN = "/usr/sbin"
 FAILURE_TEXT = "ip6tables-restore v1.8.9: line 5 failed (injected by the test)"
 
 
-class IptablesFaultTest(ScopingTestCase):
-    """A missing or failing restore binary fails the ADD with 106 and leaves nothing."""
+class ScopingFaultTest(ScopingTestCase):
+    """A missing or failing restore binary fails the ADD with 106 and leaves nothing; a later
+    delegate's failure undoes the scoping already applied."""
 
     def faulty_sbin(self, missing=(), failing=()):
         """Makes the driver see a /usr/sbin without `missing` and with `failing` replaced by a
@@ -103,6 +105,42 @@ class IptablesFaultTest(ScopingTestCase):
             self.assertIn("-j CNIMESH-IN-net1", f.read(), "IPv4 was not applied before IPv6")
         self.assert_failed_add_left_nothing(add, "ip6tables-nft-restore failed")
 
+    def failing_delegate(self, name, snapshot):
+        """A delegate `name` that fails every ADD with error 11 after saving what the pod's
+        namespace holds at that moment (legacy nat tables, ip rules) into `snapshot`."""
+        script = os.path.join(self.tree.bin_dir, name)
+        with open(script, "w", encoding="utf-8") as f:
+            f.write("#!/bin/sh\n"
+                    'case "$CNI_COMMAND" in\n'
+                    "VERSION) echo '{\"cniVersion\":\"1.0.0\",\"supportedVersions\":[\"0.4.0\",\"1.0.0\"]}'; exit 0;;\n"
+                    "ADD) ;;\n"
+                    "*) exit 0;;\n"
+                    "esac\n"
+                    "cat >/dev/null\n"
+                    '{ nsenter --net="$CNI_NETNS" iptables-legacy-save -t nat; '
+                    'nsenter --net="$CNI_NETNS" ip -4 rule show; } > "%s" 2>&1\n'
+                    "echo '{\"cniVersion\":\"1.0.0\",\"code\":11,\"msg\":\"late network refused\"}'\n"
+                    "exit 1\n" % snapshot)
+        os.chmod(script, stat.S_IRWXU)
+
+    def test_a_later_delegate_failing_rolls_back_the_applied_scoping(self):
+        snapshot = self.tree.path("at-late-add")
+        self.failing_delegate("late-fail", snapshot)
+        late = {"cniVersion": "1.0.0", "name": "late", "type": "late-fail"}
+        self.write_manifold("1.0.0", [cluster_conf(self.tree.ipam_dir, self.v6),
+                                      net1_conf(self.v6, mesh("legacy"), {"enabled": True}), late])
+        add = self.driver("add", self.pod.path, container_id=CONTAINER)
+        self.assertCniError(add, 11)
+        with open(snapshot, encoding="utf-8") as f:
+            seen = f.read()
+        self.assertIn("-j CNIMESH-IN-net1", seen, "net1's scoping was not applied before the failure")
+        self.assertIn("30000:", seen)
+        for family in ([4, 6] if self.v6 else [4]):
+            self.assertNotIn("CNIMESH", self.nat_save("legacy", family))
+        self.assertEqual(self.our_rules(), [])
+        self.assertEqual(self.table(1000), [])
+        self.assertEqual(self.table(1001), [])
+        self.assertNothingLeft()
 
 if __name__ == "__main__":
     main()
