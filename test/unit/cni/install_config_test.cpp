@@ -116,7 +116,7 @@ TEST_CASE("the cniVersion comes from the primary unless forced", "[cni]") {
   CHECK_THROWS_AS(generate_config(no_version, GenerateSettings{}), CniError);
 }
 
-TEST_CASE("custom templates are filled; unknown placeholders are errors", "[cni]") {
+TEST_CASE("custom templates are filled, unknown placeholders are errors", "[cni]") {
   GenerateSettings s;
   s.template_text = R"({"cniVersion":"${CNI_VERSION}","name":"${NETWORK_NAME}","type":"manifold",
                         "logLevel":"debug","namespaceIsolation":true,"delegates":["${PRIMARY_CONFIG}"]})";

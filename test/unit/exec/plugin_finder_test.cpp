@@ -79,7 +79,7 @@ TEST_CASE("finder: first directory with an executable regular file wins", "[exec
   CHECK(find_plugin("bridge", {c.str() + "/"}) == in_c);
 }
 
-TEST_CASE("finder: directories and dangling symlinks are not plugins; symlinks to plugins are",
+TEST_CASE("finder: directories and dangling symlinks are not plugins, symlinks to plugins are",
           "[exec]") {
   TempDir dir;
   fs::create_directory(fs::path(dir.str()) / "macvlan");

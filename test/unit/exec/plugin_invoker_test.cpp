@@ -123,7 +123,7 @@ TEST_CASE("plugin env: empty optional values are omitted, COMMAND and PATH alway
         std::vector<std::string>{"CNI_COMMAND=VERSION", "CNI_PATH="});
 }
 
-TEST_CASE("plugin env: duplicates keep the first position and the last value; junk is dropped",
+TEST_CASE("plugin env: duplicates keep the first position and the last value, junk is dropped",
           "[exec]") {
   PluginCall call;
   call.command = "DEL";

@@ -91,7 +91,7 @@ TEST_CASE("process: exit code, arguments and a clean environment reach the child
   CHECK(r.stdout_data == "first|bar baz|unset\n");
 }
 
-TEST_CASE("process: argv[0] is passed as given, and defaults to the path", "[exec]") {
+TEST_CASE("process: argv 0 is passed as given, and defaults to the path", "[exec]") {
   RealProcessRunner runner;
   ProcessRequest req = request_for("/bin/sh");
   req.argv = {"custom-argv0", "-c", "tr '\\0' '\\n' < /proc/$$/cmdline | head -n 1"};

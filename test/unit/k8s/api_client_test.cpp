@@ -292,7 +292,7 @@ TEST_CASE("ApiClient reads token_file once per client, so a rotated token is pic
   CHECK(h.files.reads().size() == 2);
 }
 
-TEST_CASE("ApiClient token_file wins over token; a missing file falls back to it", "[k8s]") {
+TEST_CASE("ApiClient token_file wins over token, a missing file falls back to it", "[k8s]") {
   Harness h;
   h.auth.token_file = "/run/token";
   h.files.add("/run/token", "from-file");

@@ -131,7 +131,7 @@ TEST_CASE("BeastTransport resolves host names and verifies them (SNI)", "[k8s]")
   CHECK(server.requests().at(0).header("Host") == "localhost:" + std::to_string(server.port()));
 }
 
-TEST_CASE("BeastTransport talks to an [IPv6] server", "[k8s]") {
+TEST_CASE("BeastTransport talks to an IPv6 server", "[k8s]") {
   std::unique_ptr<TlsTestServer> server;
   try {
     server = std::make_unique<TlsTestServer>(ServerOptions{pki().server, {}, ServerMode::Respond, true});

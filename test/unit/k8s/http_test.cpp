@@ -23,7 +23,7 @@ std::string url_error(const std::string& url) {
 
 }  // namespace
 
-TEST_CASE("parse_server_url accepts names, IPv4, [IPv6], ports and path prefixes", "[k8s]") {
+TEST_CASE("parse_server_url accepts names, IPv4, bracketed IPv6, ports and path prefixes", "[k8s]") {
   ServerUrl a = parse_server_url("https://10.96.0.1");
   CHECK(a.host == "10.96.0.1");
   CHECK(a.port == 443);

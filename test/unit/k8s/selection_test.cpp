@@ -220,7 +220,7 @@ TEST_CASE("JSON form: keys match case-insensitively like Go's decoder, last one 
   CHECK(nets[0].interface == "e1");
 }
 
-TEST_CASE("JSON form: format chosen by the presence of [, { or \"", "[k8s]") {
+TEST_CASE("JSON form: format chosen by the presence of a bracket, a brace or a quote", "[k8s]") {
   CHECK(parse_error(R"({"name":"a"})").find("expected a JSON list of network selection elements, not a JSON object") !=
         std::string::npos);
   CHECK(parse_error(R"("a")").find("not a JSON string") != std::string::npos);
@@ -427,7 +427,7 @@ TEST_CASE("IP and CIDR validation follows Go", "[k8s]") {
   CHECK_FALSE(is_valid_cidr("10.1.1.1"));
 }
 
-TEST_CASE("interface names: 1-15 characters of [A-Za-z0-9_.-]", "[k8s]") {
+TEST_CASE("interface names: 1-15 letters, digits, underscores, dots or dashes", "[k8s]") {
   CHECK(is_valid_interface_name("eth0"));
   CHECK(is_valid_interface_name("net1.100"));
   CHECK(is_valid_interface_name("A_b-c.D"));
