@@ -518,7 +518,9 @@ std::string Commands::gc(const cni::Invocation& inv) {
       } catch (const CniError&) {
       }
     }
-    std::string conf = cni::prepare_delegate(a.delegate, a.runtime_config, s.config.cni_version).dump();
+    Json delegate = a.delegate;
+    (void)strip_scoping_keys(delegate);  // the scoping keys never reach a delegate
+    std::string conf = cni::prepare_delegate(delegate, a.runtime_config, s.config.cni_version).dump();
     try {
       s.runner->gc(conf, still, inv.path);
     } catch (const CniError& e) {
@@ -536,7 +538,9 @@ std::string Commands::status(const cni::Invocation& inv) {
   if (named.ifname.empty()) named.ifname = "eth0";
   auto attachments = resolve_static_attachments(s.config, named);
   const Attachment& cluster = attachments.front();
-  std::string conf = cni::prepare_delegate(cluster.delegate, cluster.runtime_config, s.config.cni_version).dump();
+  Json delegate = cluster.delegate;
+  (void)strip_scoping_keys(delegate);  // the scoping keys never reach a delegate
+  std::string conf = cni::prepare_delegate(delegate, cluster.runtime_config, s.config.cni_version).dump();
   if (!s.runner->status(conf, inv.path))
     util::log_verbose("cluster network \"", cluster.name, "\" predates STATUS; reporting ready");
   return "";

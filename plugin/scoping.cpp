@@ -40,13 +40,14 @@ void merge_key(Json& out, const std::string& key, const Json& value, const std::
   for (const auto& [k, v] : value.items()) out[key][k] = v;
 }
 
-// Moves the scoping keys of one object (a conf, a conflist, or a conflist's plugin) into `out`.
-void strip_object(Json& object, Json& out, const std::string& where) {
+// Removes the scoping keys of one object (a conf, a conflist, or a conflist's plugin) and appends
+// them, in order, to `found`. Never throws: validation comes after every key is gone.
+void take_keys(Json& object, std::vector<std::pair<std::string, Json>>& found) {
   if (!object.is_object()) return;
   for (const char* key : kScopingKeys) {
     const auto it = object.find(key);
     if (it == object.end()) continue;
-    merge_key(out, key, *it, where);
+    found.emplace_back(key, std::move(*it));
     object.erase(key);
   }
 }
@@ -182,13 +183,17 @@ ScopingPlan ScopingPlan::from_json(const Json& j) {
 // ---- planning ----
 
 Json strip_scoping_keys(Json& delegate) {
-  Json keys = Json::object();
   const std::string where = "network config \"" + cni::delegate_name(delegate).substr(0, 64) + "\"";
-  strip_object(delegate, keys, where);
+  // Every key goes first, so that even an invalid one never reaches a delegate (a DEL that plans
+  // best-effort still hands the delegates clean configs); then the values are checked and merged.
+  std::vector<std::pair<std::string, Json>> found;
+  take_keys(delegate, found);
   if (delegate.is_object()) {
     if (const auto plugins = delegate.find("plugins"); plugins != delegate.end() && plugins->is_array())
-      for (Json& plugin : *plugins) strip_object(plugin, keys, where);
+      for (Json& plugin : *plugins) take_keys(plugin, found);
   }
+  Json keys = Json::object();
+  for (const auto& [key, value] : found) merge_key(keys, key, value, where);
   return keys;
 }
 
@@ -345,10 +350,23 @@ std::vector<netlink::DefaultRouteChange> apply_default_route_step(
 }
 
 std::vector<ScopingPlan> plan_attachments_scoping(const Json& top_scoping, std::vector<Attachment>& attachments) {
-  std::vector<ScopingPlan> plans;
+  // Strip every delegate before planning any, so that an error in one attachment's scoping still
+  // leaves every delegate config without the keys; the first error is thrown afterwards.
+  std::vector<Json> keys;
+  std::optional<CniError> first;
   for (Attachment& a : attachments) {
-    const Json keys = strip_scoping_keys(a.delegate);
-    plans.push_back(plan_scoping(top_scoping, keys, a.selection_cni_args, a.ifname, a.default_route));
+    try {
+      keys.push_back(strip_scoping_keys(a.delegate));
+    } catch (const CniError& e) {
+      if (!first) first = e;
+      keys.push_back(Json::object());
+    }
+  }
+  if (first) throw *first;
+  std::vector<ScopingPlan> plans;
+  for (std::size_t i = 0; i < attachments.size(); ++i) {
+    const Attachment& a = attachments[i];
+    plans.push_back(plan_scoping(top_scoping, keys[i], a.selection_cni_args, a.ifname, a.default_route));
   }
   (void)default_route_requests(plans);
   return plans;

@@ -82,7 +82,8 @@ struct ScopingPlan {
 /// Removes the "sourceRouting" and "mesh" keys from a delegate config — a conf, or a conflist and
 /// each of its plugins — and returns them as {"sourceRouting":…, "mesh":…} (only the keys found;
 /// several occurrences are merged per key in the order list, plugins). Throws
-/// CniError(InvalidConfig) when a value is neither an object nor null.
+/// CniError(InvalidConfig) when a value is neither an object nor null; the keys are removed from
+/// `delegate` even then.
 Json strip_scoping_keys(Json& delegate);
 
 /// Builds and validates the plan of one attachment from the top-level config's scoping keys
@@ -137,7 +138,8 @@ std::vector<netlink::DefaultRouteChange> apply_default_route_step(
 /// For the verbs: strips the scoping keys from every attachment's delegate and plans each one
 /// (index-aligned with `attachments`) from the top-level keys, the stripped keys, the selection's
 /// `cni-args` and `default-route`; then validates the default-route requests across attachments.
-/// Throws CniError(InvalidConfig) before anything is created.
+/// Throws CniError(InvalidConfig) before anything is created; every delegate is stripped even
+/// then.
 std::vector<ScopingPlan> plan_attachments_scoping(const Json& top_scoping, std::vector<Attachment>& attachments);
 
 /// For the verbs, after every delegate's ADD: the default-route step over a container's

@@ -160,20 +160,24 @@ class KubernetesScopingTest(ScopingTestCase):
         cases = [
             ("two networks for one family",
              [{"name": "data", "interface": "net1", "default-route": [NET1_GW[4]]},
-              {"name": "data", "interface": "net2", "default-route": ["198.51.100.2"]}]),
+              {"name": "data", "interface": "net2", "default-route": ["198.51.100.2"]}], "default-route"),
             ("two gateways of one family", [{"name": "data", "interface": "net1",
-                                             "default-route": [NET1_GW[4], "198.51.100.2"]}]),
+                                             "default-route": [NET1_GW[4], "198.51.100.2"]}], "default-route"),
             ("a gateway that is no address", [{"name": "data", "interface": "net1",
-                                               "default-route": ["gateway"]}]),
-            ("an interface name with a space", [{"name": "data", "interface": "net 1"}]),
-            ("an interface name of 16 characters", [{"name": "data", "interface": "abcdefghijklmnop"}]),
+                                               "default-route": ["gateway"]}], "gateway"),
+            ("an interface name with a space", [{"name": "data", "interface": "net 1"}], "net 1"),
+            ("an interface name of 16 characters", [{"name": "data", "interface": "abcdefghijklmnop"}],
+             "abcdefghijklmnop"),
             ("a bad port in cni-args", [{"name": "data", "interface": "net1",
-                                         "cni-args": {"mesh": {"enabled": True, "outboundPort": "x"}}}]),
+                                         "cni-args": {"mesh": {"enabled": True, "outboundPort": "x"}}}],
+             "mesh.outboundPort"),
         ]
-        for what, elements in cases:
+        for what, elements, named in cases:
             with self.subTest(selection=what):
                 self.setup_pod(elements)
-                self.assertCniError(self.add(), 7)
+                add = self.add()
+                self.assertCniError(add, 7)
+                self.assertIn(named, add.error["msg"])
                 self.assertEqual(self.pod.link_names(), ["lo"])
                 self.assertNotIn("mfbr0", self.node.link_names(), "the cluster delegate ran")
                 self.assertNothingLeft()

@@ -11,36 +11,15 @@
 #include <fstream>
 
 #include "cni/error.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 using manifold::cni::CniError;
 using manifold::exec::find_plugin;
 using manifold::exec::split_cni_path;
+using manifold::test::TempDir;
 
 namespace {
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "manifold-finder-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string str() const { return path_.string(); }
-  std::string file(const std::string& name, mode_t mode) const {
-    fs::path p = path_ / name;
-    std::ofstream(p) << "#!/bin/sh\n";
-    REQUIRE(::chmod(p.c_str(), mode) == 0);
-    return p.string();
-  }
-
- private:
-  fs::path path_;
-};
 
 unsigned code_of(const std::function<void()>& fn) {
   try {
@@ -85,15 +64,15 @@ TEST_CASE("finder: the message quotes a hostile type safely and bounded", "[exec
 TEST_CASE("finder: a 255-byte name is valid", "[exec]") {
   TempDir dir;
   std::string name(255, 'p');
-  std::string path = dir.file(name, 0755);
+  std::string path = dir.script(name, "", 0755);
   CHECK(find_plugin(name, {dir.str()}) == path);
 }
 
 TEST_CASE("finder: first directory with an executable regular file wins", "[exec]") {
   TempDir a, b, c;
-  b.file("bridge", 0755);
-  std::string in_c = c.file("bridge", 0755);
-  a.file("bridge", 0644);  // not executable: skipped
+  b.script("bridge", "", 0755);
+  std::string in_c = c.script("bridge", "", 0755);
+  a.script("bridge", "", 0644);  // not executable: skipped
   std::string in_b = (fs::path(b.str()) / "bridge").string();
   CHECK(find_plugin("bridge", {a.str(), b.str(), c.str()}) == in_b);
   CHECK(find_plugin("bridge", {"/nonexistent-dir", "", c.str()}) == in_c);
@@ -105,7 +84,7 @@ TEST_CASE("finder: directories and dangling symlinks are not plugins; symlinks t
   TempDir dir;
   fs::create_directory(fs::path(dir.str()) / "macvlan");
   fs::create_symlink("/nonexistent/target", fs::path(dir.str()) / "ipvlan");
-  std::string real = dir.file("real-ptp", 0755);
+  std::string real = dir.script("real-ptp", "", 0755);
   fs::create_symlink(real, fs::path(dir.str()) / "ptp");
   CHECK(code_of([&] { find_plugin("macvlan", {dir.str()}); }) == 101);
   CHECK(code_of([&] { find_plugin("ipvlan", {dir.str()}); }) == 101);
@@ -114,8 +93,8 @@ TEST_CASE("finder: directories and dangling symlinks are not plugins; symlinks t
 
 TEST_CASE("finder: not found names the plugin and the searched path", "[exec]") {
   TempDir a;
-  a.file("other", 0755);
-  a.file("noexec", 0600);
+  a.script("other", "", 0755);
+  a.script("noexec", "", 0600);
   try {
     find_plugin("noexec", {a.str(), "/nonexistent-dir"});
     FAIL("found");

@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "cni/error.h"
+#include "temp_dir.h"
 #include "util/log.h"
 
 namespace fs = std::filesystem;
@@ -26,31 +27,9 @@ using manifold::exec::ProcessRequest;
 using manifold::exec::ProcessResult;
 using manifold::exec::RealProcessRunner;
 using namespace std::chrono_literals;
+using manifold::test::TempDir;
 
 namespace {
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "manifold-invoker-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string str() const { return path_.string(); }
-  std::string script(const std::string& name, const std::string& body) const {
-    fs::path p = path_ / name;
-    std::ofstream(p) << "#!/bin/sh\n" << body << "\n";
-    REQUIRE(::chmod(p.c_str(), 0755) == 0);
-    return p.string();
-  }
-
- private:
-  fs::path path_;
-};
 
 /// Captures log lines for the duration of a test and restores the logger defaults afterwards.
 class CapturedLog final : public manifold::util::LogSink {

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "cni/error.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 using manifold::exec::FakeProcessRunner;
@@ -24,34 +25,9 @@ using manifold::exec::ProcessRequest;
 using manifold::exec::ProcessResult;
 using manifold::exec::RealProcessRunner;
 using namespace std::chrono_literals;
+using manifold::test::TempDir;
 
 namespace {
-
-/// A temp dir removed (with its contents) on destruction.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "manifold-exec-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
-  /// Writes an executable /bin/sh script and returns its path.
-  std::string script(const std::string& name, const std::string& body, mode_t mode = 0755) const {
-    fs::path p = path_ / name;
-    std::ofstream(p) << "#!/bin/sh\n" << body << "\n";
-    REQUIRE(::chmod(p.c_str(), mode) == 0);
-    return p.string();
-  }
-
- private:
-  fs::path path_;
-};
 
 /// Records every pause; optionally runs an action on a given pause.
 class RecordingSleeper final : public manifold::exec::Sleeper {

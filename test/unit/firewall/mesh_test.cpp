@@ -52,6 +52,21 @@ TEST_CASE("firewall: apply installs both chains at position 1 and records the st
   CHECK(check_mesh(runner, state, config()).empty());
 }
 
+TEST_CASE("firewall: apply runs exactly one restore per family with the whole payload (IPv4 first)", "[firewall]") {
+  FakeIptablesRunner runner;
+  const MeshState state = apply_mesh(runner, "net1", config(R"({"iptablesMode": "nft"})"), kBoth);
+  std::vector<Family> restored;
+  for (const FakeIptablesRunner::Call& call : runner.calls()) {
+    if (call.op != "restore") continue;
+    restored.push_back(call.family);
+    CHECK(call.payload == state.payloads.at(call.family));
+    CHECK(call.payload.rfind("*nat\n", 0) == 0);
+    CHECK(contains(call.payload, "-I PREROUTING 1 -i net1 -p tcp"));
+    CHECK(contains(call.payload, "-I OUTPUT 1 -o net1 -p tcp"));
+  }
+  CHECK(restored == kBoth);
+}
+
 TEST_CASE("firewall: apply twice leaves an identical table", "[firewall]") {
   FakeIptablesRunner runner;
   const MeshState first = apply_mesh(runner, "net1", config(), kBoth);

@@ -152,7 +152,7 @@ TEST_CASE("source routing plan: golden plan for the reference topology", "[netli
   CHECK(pod.state->journal.empty());  // planning changes nothing
 }
 
-TEST_CASE("source routing plan: golden IPv6 plan; link-local IPs are skipped", "[netlink]") {
+TEST_CASE("source routing plan: golden IPv6 plan (link-local IPs are skipped)", "[netlink]") {
   Pod pod;
   pod.state->add_address(pod.net1, "2001:db8:10::5/64");
   pod.state->add_address(pod.net1, "fe80::5/64");

@@ -130,11 +130,13 @@ TEST_CASE("scoping: the scoping keys are stripped from a conflist and its plugin
   const Json keys = strip_scoping_keys(list);
   CHECK(keys == Json::parse(R"({"mesh":{"enabled":true,"inboundPort":6},"sourceRouting":{"enabled":true}})"));
   CHECK(list == Json::parse(R"({"cniVersion":"1.0.0","name":"data","plugins":[{"type":"macvlan"},{"type":"tuning"}]})"));
-  Json bad = Json::parse(R"({"name":"data","type":"macvlan","mesh":true})");
+  Json bad = Json::parse(R"({"name":"data","type":"macvlan","sourceRouting":true,"mesh":{"enabled":true}})");
   std::string msg;
   CHECK(code_of([&] { (void)strip_scoping_keys(bad); }, &msg) == 7);
   CHECK(contains(msg, "\"data\""));
-  CHECK(contains(msg, "mesh"));
+  CHECK(contains(msg, "sourceRouting"));
+  // Even an invalid key never stays behind for the delegate, nor does a valid one beside it.
+  CHECK(bad == Json::parse(R"({"name":"data","type":"macvlan"})"));
 }
 
 TEST_CASE("scoping: plans merge top, network and pod layers per key", "[plugin]") {
@@ -470,6 +472,14 @@ TEST_CASE("scoping: attachments are stripped and planned together", "[plugin]") 
 
   attachments[2].default_route = {"10.0.0.1"};
   CHECK(code_of([&] { (void)plan_attachments_scoping(kTop, attachments); }) == 7);
+
+  // A bad key in one attachment fails the plan, but every delegate has lost its keys.
+  attachments[0].delegate = Json::parse(R"({"name":"cluster","type":"bridge","mesh":"on"})");
+  attachments[1].delegate = Json::parse(R"({"name":"data","type":"macvlan","sourceRouting":{"enabled":true}})");
+  attachments[2].default_route.clear();
+  CHECK(code_of([&] { (void)plan_attachments_scoping(kTop, attachments); }) == 7);
+  CHECK(attachments[0].delegate == Json::parse(R"({"name":"cluster","type":"bridge"})"));
+  CHECK(attachments[1].delegate == Json::parse(R"({"name":"data","type":"macvlan"})"));
 }
 
 TEST_CASE("scoping: the default-route step rewrites the cached results", "[plugin]") {

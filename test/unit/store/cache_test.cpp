@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "cni/error.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 using manifold::Json;
@@ -28,25 +29,9 @@ using manifold::store::ContainerRecord;
 using manifold::store::FileCache;
 using manifold::store::MemoryCache;
 using namespace std::chrono_literals;
+using manifold::test::TempDir;
 
 namespace {
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "manifold-store-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 /// Sets the umask for a scope.
 class ScopedUmask {

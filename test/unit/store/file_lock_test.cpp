@@ -11,31 +11,16 @@
 #include <filesystem>
 
 #include "cni/error.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 using manifold::cni::CniError;
 using manifold::store::FileLock;
 using manifold::store::UniqueFd;
 using namespace std::chrono_literals;
+using manifold::test::TempDir;
 
 namespace {
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "manifold-lock-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 /// Records pauses; can run an action on a given pause.
 class RecordingSleeper final : public manifold::store::Sleeper {

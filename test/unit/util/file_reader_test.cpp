@@ -9,33 +9,14 @@
 #include <fstream>
 
 #include "cni/error.h"
+#include "temp_dir.h"
 #include "util/file_reader.h"
 
 using namespace manifold;
 using namespace manifold::util;
+using manifold::test::TempDir;
 
 namespace {
-
-/// A private temporary directory, removed with its files at the end of the test.
-struct TempDir {
-  std::string path;
-  std::vector<std::string> files;
-  TempDir() {
-    char tmpl[] = "/tmp/manifold-file-reader-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    for (const auto& f : files) std::remove(f.c_str());
-    ::rmdir(path.c_str());
-  }
-  std::string write(const std::string& name, const std::string& contents) {
-    std::string p = path + "/" + name;
-    std::ofstream(p, std::ios::binary) << contents;
-    files.push_back(p);
-    return p;
-  }
-};
 
 }  // namespace
 
@@ -54,13 +35,13 @@ TEST_CASE("RealFileReader reports missing files and directories", "[util]") {
   TempDir dir;
   RealFileReader reader;
   try {
-    reader.read(dir.path + "/missing");
+    reader.read(dir.str() + "/missing");
     FAIL("no error");
   } catch (const cni::CniError& e) {
     CHECK(e.code() == static_cast<unsigned>(cni::ErrorCode::Io));
-    CHECK(e.msg() == "cannot read " + dir.path + "/missing: No such file or directory");
+    CHECK(e.msg() == "cannot read " + dir.str() + "/missing: No such file or directory");
   }
-  CHECK_THROWS_WITH(reader.read(dir.path), Catch::Contains("not a regular file"));
+  CHECK_THROWS_WITH(reader.read(dir.str()), Catch::Contains("not a regular file"));
 }
 
 TEST_CASE("FakeFileReader serves added files and records reads", "[util]") {
