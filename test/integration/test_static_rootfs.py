@@ -111,6 +111,9 @@ def static_binary():
     """The static release binary: MANIFOLD_STATIC_BIN, else built by test/static-check.sh."""
     path = os.environ.get("MANIFOLD_STATIC_BIN")
     if path:
+        if not os.path.isfile(path):
+            raise RuntimeError("MANIFOLD_STATIC_BIN=%s does not exist: build the test build's `all` "
+                               "target (it builds <build>/static/manifold)" % path)
         return os.path.abspath(path)
     proc = subprocess.run(["bash", os.path.join(_REPO, "test", "static-check.sh"), "--build-only"],
                           stdout=subprocess.PIPE, text=True, timeout=3000)
