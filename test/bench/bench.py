@@ -807,7 +807,8 @@ def parse_args(argv):
     p.add_argument("--traced-runs", type=int,
                    help="traced runs for manifold's peak RSS and CPU time (default 5, quick 1)")
     p.add_argument("--manifold", help="binary under test (default: $MANIFOLD_STATIC_BIN, "
-                                      "build/release-static/manifold, $MANIFOLD_BIN)")
+                                      "build/release-static/manifold, build/debug/static/manifold, "
+                                      "$MANIFOLD_BIN)")
     p.add_argument("--static", help="static release binary whose size is checked (default: --manifold "
                                     "if static, else build/release-static/manifold)")
     p.add_argument("--driver", help="libcni driver (default: $CNI_DRIVER, build/*/test/integration/driver)")
@@ -820,7 +821,9 @@ def parse_args(argv):
     args.runs = args.runs or (3 if args.quick else 30)
     args.warmup = args.warmup if args.warmup is not None else (1 if args.quick else 3)
     args.traced_runs = args.traced_runs if args.traced_runs is not None else (1 if args.quick else 5)
-    static_default = os.path.join(REPO, "build", "release-static", "manifold")
+    # test/static-check.sh's build, else the static sub-build of the Debug test build.
+    static_default = find_default([os.path.join(REPO, "build", d, "manifold")
+                                   for d in ("release-static", "debug/static")])
     args.manifold = find_default([args.manifold, os.environ.get("MANIFOLD_STATIC_BIN"), static_default,
                                   os.environ.get("MANIFOLD_BIN")])
     if not args.manifold:
@@ -833,7 +836,7 @@ def parse_args(argv):
     if not args.driver:
         p.error("no libcni driver: pass --driver or build the tests (target cni_driver)")
     if not args.static:
-        args.static = args.manifold if is_static(args.manifold) else find_default([static_default])
+        args.static = args.manifold if is_static(args.manifold) else static_default
     args.only = set((args.only or "version,bridge,k8s,scoped,cache,error").split(","))
     return args
 

@@ -51,6 +51,16 @@ DELEGATE_SONAMES = {"libc.so.6", "ld-linux-x86-64.so.2"}
 # Shared objects of the libraries manifold is built with: none may be in the rootfs.
 BUILD_LIBRARY_PREFIXES = ("libnl", "libssl", "libcrypto", "libyaml-cpp", "libstdc++", "libgcc_s",
                           "libm.", "libpthread", "libdl", "libnss_")
+# The size budget of the static binary (issue 7; the README's Performance section).
+MAX_BINARY_BYTES = 8 * 1000 * 1000
+# A string each library manifold links brings into the stripped binary's read-only data.
+LIBRARY_MARKERS = {
+    "libcrypto": b"CRYPTOGAMS by <appro@openssl.org>",
+    "libssl": b"ssl/statem/statem_clnt.c",
+    "libnl": b"Unspecific failure",
+    "yaml-cpp": b"yaml-cpp: error at line",
+    "libstdc++": b"basic_string::_M_create",
+}
 BRIDGE_NAME = "mfsbr0"
 CONTAINER = "static-proof"
 HOSTS_NAME = "kubernetes.default.svc"
@@ -101,6 +111,9 @@ def static_binary():
     """The static release binary: MANIFOLD_STATIC_BIN, else built by test/static-check.sh."""
     path = os.environ.get("MANIFOLD_STATIC_BIN")
     if path:
+        if not os.path.isfile(path):
+            raise RuntimeError("MANIFOLD_STATIC_BIN=%s does not exist: build the test build's `all` "
+                               "target (it builds <build>/static/manifold)" % path)
         return os.path.abspath(path)
     proc = subprocess.run(["bash", os.path.join(_REPO, "test", "static-check.sh"), "--build-only"],
                           stdout=subprocess.PIPE, text=True, timeout=3000)
@@ -260,6 +273,8 @@ class StaticRootfsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.binary = static_binary()
+        print("static binary under test: %s (%d bytes)" % (cls.binary, os.path.getsize(cls.binary)),
+              file=sys.stderr)
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="mf-static-")
@@ -387,6 +402,25 @@ class StaticRootfsTest(unittest.TestCase):
         self.assertIsNone(elf_interpreter(self.binary), "%s has an ELF interpreter" % self.binary)
         self.assertTrue(ldd_says_static(self.binary), "ldd does not call %s static" % self.binary)
         self.assertFalse(has_symbol_table(self.binary), "the release binary is not stripped")
+        size = os.path.getsize(self.binary)
+        self.assertLessEqual(size, MAX_BINARY_BYTES, "%s is %d bytes, over the %d byte budget" % (
+            self.binary, size, MAX_BINARY_BYTES))
+
+    def test_libraries_are_linked_in(self):
+        with open(self.binary, "rb") as f:
+            image = f.read()
+        for library, marker in LIBRARY_MARKERS.items():
+            self.assertIn(marker, image, "%s is not linked into %s" % (library, self.binary))
+
+    def test_link_line_is_static_stripped_and_gc_sections(self):
+        build_dir = os.path.dirname(self.binary)
+        if not os.path.exists(os.path.join(build_dir, "build.ninja")):
+            self.skipTest("%s is not in a Ninja build directory" % self.binary)
+        proc = subprocess.run(["ninja", "-C", build_dir, "-t", "commands", "manifold"],
+                              capture_output=True, text=True, check=True)
+        link = proc.stdout.strip().splitlines()[-1].split()
+        for flag in ("-static", "-Wl,--gc-sections", "-s"):
+            self.assertIn(flag, link, "the link line of %s lacks %s" % (self.binary, flag))
 
     def test_rootfs_holds_no_library_manifold_could_use(self):
         files = self.rootfs_files()
