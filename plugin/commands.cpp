@@ -163,14 +163,12 @@ exec::DelegateTarget del_target_for(const cni::Invocation& inv, const std::strin
 // Removes a container's cache entry after its attachments were deleted. A failure (a read-only or
 // broken cniDir) is logged, not thrown: everything the entry describes is already released, and a
 // stale entry is harmless (its DEL is idempotent; the next DEL or GC removes it).
-bool forget_entry(store::Cache& cache, const std::string& container_id) {
+void forget_entry(store::Cache& cache, const std::string& container_id) {
   try {
     cache.remove(container_id);
-    return true;
   } catch (const CniError& e) {
     util::log_error("cannot remove the cache entry of container ", container_id, " (", e.msg(),
                     "); its networks were deleted, the next DEL or GC removes it");
-    return false;
   }
 }
 
