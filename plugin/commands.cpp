@@ -23,6 +23,7 @@
 #include "k8s/network_status.h"
 #include "util/env.h"
 #include "plugin/attachments.h"
+#include "plugin/cached_attachment.h"
 #include "netlink/real_net_ops.h"
 #include "plugin/kube.h"
 #include "plugin/kube_attachments.h"
@@ -131,15 +132,55 @@ std::string attachment_cni_args(const cni::Invocation& inv, const Attachment& a)
   return cni::delegate_cni_args(inv.args, a.extra_args);
 }
 
+// Where a delegate call of attachment `a` applies. Throws CniError(Decoding) when the cached
+// CNI_ARGS of `a` are not a string (a corrupt cache entry).
 exec::DelegateTarget target_for(const cni::Invocation& inv, const std::string& netns,
                                 const store::AttachmentRecord& a) {
   exec::DelegateTarget t;
   t.container_id = inv.container_id;
   t.netns = netns;
   t.ifname = a.ifname;
-  t.cni_args = a.extra.value("cniArgs", inv.args_text);
+  t.cni_args = cached_cni_args(a, inv.args_text);
   t.cni_path = inv.path;
   return t;
+}
+
+// target_for() for a DEL: a corrupt cached CNI_ARGS is a decoding problem of that entry, logged,
+// and the delegate is DELeted best-effort with the runtime's CNI_ARGS instead.
+exec::DelegateTarget del_target_for(const cni::Invocation& inv, const std::string& netns,
+                                    const store::AttachmentRecord& a) {
+  try {
+    return target_for(inv, netns, a);
+  } catch (const CniError& e) {
+    util::log_error("cache entry of container ", inv.container_id, " cannot be decoded: ", e.msg(),
+                    "; deleting the network with the runtime's CNI_ARGS");
+    store::AttachmentRecord plain = a;
+    plain.extra.erase("cniArgs");
+    return target_for(inv, netns, plain);
+  }
+}
+
+// Removes a container's cache entry after its attachments were deleted. A failure (a read-only or
+// broken cniDir) is logged, not thrown: everything the entry describes is already released, and a
+// stale entry is harmless (its DEL is idempotent; the next DEL or GC removes it).
+void forget_entry(store::Cache& cache, const std::string& container_id) {
+  try {
+    cache.remove(container_id);
+  } catch (const CniError& e) {
+    util::log_error("cannot remove the cache entry of container ", container_id, " (", e.msg(),
+                    "); its networks were deleted, the next DEL or GC removes it");
+  }
+}
+
+// Stores the attachments of `record` whose DEL failed, for the next DEL to retry; a failure to
+// store them is logged (the caller reports the DEL's own error).
+void keep_failed(store::Cache& cache, store::ContainerRecord record, std::vector<store::AttachmentRecord> failed) {
+  record.attachments = std::move(failed);
+  try {
+    cache.save(record);
+  } catch (const CniError& e) {
+    util::log_error("cannot record the failed deletions of container ", record.container_id, ": ", e.msg());
+  }
 }
 
 // Marks a rebuilt record whose delegates must be DELeted without a namespace.
@@ -199,14 +240,14 @@ void remove_attachment_scoping(ScopingEnv& env, const cni::Invocation& inv, cons
   remove_scoping(env, a.extra["scoping"], a.ifname, prev ? &*prev : nullptr);
 }
 
-// DELs every attachment of `record` in reverse, removing its network scoping first when `scoping`
-// is given; returns the attachments whose DEL failed and the first error.
+// DELs every attachment of `record` in reverse with CNI_NETNS `netns` ("" = none), removing its
+// network scoping first when `scoping` is given; returns the attachments whose DEL failed and the
+// first error.
 std::vector<store::AttachmentRecord> del_all(exec::DelegateRunner& runner, const cni::Invocation& inv,
-                                             const store::ContainerRecord& record,
+                                             const store::ContainerRecord& record, const std::string& netns,
                                              std::optional<CniError>& first_error,
                                              ScopingEnv* scoping = nullptr) {
   std::vector<store::AttachmentRecord> failed;
-  std::string netns = del_netns(record.netns);
   for (size_t i = record.attachments.size(); i-- > 0;) {
     const auto& a = record.attachments[i];
     bool ok = true;
@@ -219,7 +260,7 @@ std::vector<store::AttachmentRecord> del_all(exec::DelegateRunner& runner, const
       ok = false;
     }
     try {
-      runner.del(a.config, a.result, target_for(inv, netns, a));
+      runner.del(a.config, a.result, del_target_for(inv, netns, a));
     } catch (const CniError& e) {
       util::log_error("DEL of network \"", a.name, "\" (", a.ifname, ") failed: ", e.msg());
       if (!first_error) first_error = CniError(e.code(), "DEL of network \"" + a.name + "\" (" + a.ifname +
@@ -241,28 +282,34 @@ void roll_back(Session& s, const cni::Invocation& inv, store::ContainerRecord& r
   // belongs to an earlier ADD of the same container and must survive.
   if (record.attachments.empty()) return;
   std::optional<CniError> error;
-  auto failed = del_all(*s.runner, inv, record, error, scoping);
+  auto failed = del_all(*s.runner, inv, record, del_netns(record.netns), error, scoping);
   if (last_failed && !failed.empty() && !record.attachments.empty() &&
       failed.back().ifname == record.attachments.back().ifname)
     failed.pop_back();
+  // The ADD's own error is what the runtime must see: cache trouble here is only logged.
   if (failed.empty()) {
-    s.cache->remove(inv.container_id);
+    forget_entry(*s.cache, inv.container_id);
     return;
   }
-  record.attachments = failed;
-  s.cache->save(record);
+  keep_failed(*s.cache, record, std::move(failed));
 }
 
-cni::Result decode_attachment_result(const store::AttachmentRecord& a) {
-  return cni::decode_result_text(a.result, cni::delegate_version(Json::parse(a.config)));
+// ADD refuses to overwrite a cache entry of the same container that it cannot read: it may
+// describe attachments only its DEL can still release.
+void refuse_unreadable_entry(store::Cache& cache, const std::string& container_id) {
+  try {
+    cache.load(container_id);
+  } catch (const CniError& e) {
+    throw CniError(e.code(), "cannot ADD container " + container_id + ": its cache entry is unreadable (" +
+                                 e.msg() + "); DEL the container first, which releases what it can and removes it");
+  }
 }
 
-std::string render_result(const store::ContainerRecord& record, const cni::Invocation& inv, bool all) {
-  std::vector<cni::Result> results;
+// The first attachment of `record` whose cached delegate config cannot be replayed, or null.
+const store::AttachmentRecord* first_unusable(const store::ContainerRecord& record) {
   for (const auto& a : record.attachments)
-    if (a.cluster_network || all) results.push_back(decode_attachment_result(a));
-  cni::Result out = all ? cni::merge_results(results) : results.front();
-  return cni::encode_result(out, inv.version).dump() + "\n";
+    if (!has_usable_config(a)) return &a;
+  return nullptr;
 }
 
 // Checks that an attachment's interface exists and carries the addresses its result reported.
@@ -271,7 +318,13 @@ void check_interface(netlink::NetOps& ops, const store::AttachmentRecord& a) {
   if (!link)
     throw CniError(ErrorCode::CheckFailed, "interface " + a.ifname + " of network \"" + a.name +
                                                "\" is missing from the network namespace");
-  cni::Result r = decode_attachment_result(a);
+  cni::Result r;
+  try {
+    r = decode_attachment_result(a);
+  } catch (const CniError& e) {
+    throw CniError(ErrorCode::Decoding, "the cached result of network \"" + a.name + "\" (" + a.ifname +
+                                            ") cannot be decoded: " + e.msg());
+  }
   std::set<std::string> present;
   for (const auto& addr : ops.list_addresses(link->index)) present.insert(addr.cidr);
   for (const auto& ip : r.ips) {
@@ -326,6 +379,7 @@ std::string Commands::add(const cni::Invocation& inv) {
   auto plans = plan_attachments_scoping(s.config.scoping, attachments);  // strips the keys; a bad one is 7
   preflight_plugins(s, attachments);
   auto lock = s.cache->lock(inv.container_id);
+  refuse_unreadable_entry(*s.cache, inv.container_id);
   auto netns = services_.open_netns(inv.netns);
   IptablesRunnerPool iptables = iptables_pool(services_, inv.netns);
   ScopingEnv scoping{*netns, iptables};
@@ -375,7 +429,7 @@ std::string Commands::add(const cni::Invocation& inv) {
     }
     if (!apply_default_routes_to_record(scoping, plans, record).empty()) s.cache->save(record);
     if (pod) publish_status(kube, *services_.files, s.config, inv, *pod, record);
-    return render_result(record, inv, s.config.return_all_results);
+    return render_result(record, inv.version, s.config.return_all_results);
   } catch (const CniError& e) {
     util::log_error("ADD failed, rolling back ", record.attachments.size(), " attachment(s): ", e.msg());
     roll_back(s, inv, record, !record.attachments.empty() && record.attachments.back().result.empty(), &scoping);
@@ -396,6 +450,13 @@ std::string Commands::del(const cni::Invocation& inv) {
   } catch (const CniError& e) {
     util::log_error("cache entry of container ", inv.container_id, " is unreadable (", e.msg(),
                     "); deleting the configured networks best-effort");
+  }
+  if (record) {
+    if (const auto* bad = first_unusable(*record)) {
+      util::log_error("cache entry of container ", inv.container_id, " is unreadable (the cached config of network \"",
+                      bad->name, "\" (", bad->ifname, ") is not a delegate config); deleting the configured networks best-effort");
+      record.reset();
+    }
   }
   bool rebuilt = !record;
   if (!record) {
@@ -440,18 +501,17 @@ std::string Commands::del(const cni::Invocation& inv) {
   // A rebuilt record's scoping is looked for in the runtime's namespace: found by our chain names
   // and by rules at our priority from the prevResult IPs, it can only be ours.
   auto scoping = open_scoping_for_del(services_, del_netns(rebuilt ? inv.netns : record->netns), *record);
-  auto failed = del_all(*s.runner, inv, *record, error, scoping ? &scoping->env : nullptr);
+  auto failed = del_all(*s.runner, inv, *record, del_netns(record->netns), error, scoping ? &scoping->env : nullptr);
   if (rebuilt) {
     // Best effort: nothing proves these delegates were ever added, so their errors are only logged.
     if (error) util::log_error("best-effort DEL without a cache entry: ", error->msg());
-    s.cache->remove(inv.container_id);
+    forget_entry(*s.cache, inv.container_id);
     return "";
   }
   if (failed.empty() || !s.config.retry_delete_on_error) {
-    s.cache->remove(inv.container_id);
+    forget_entry(*s.cache, inv.container_id);
   } else {
-    record->attachments = failed;
-    s.cache->save(*record);
+    keep_failed(*s.cache, *record, std::move(failed));
   }
   if (error) throw *error;
   return "";
@@ -493,16 +553,23 @@ std::string Commands::gc(const cni::Invocation& inv) {
       record = s.cache->load(id);
     } catch (const CniError& e) {
       util::log_error("GC: removing unreadable cache entry of ", id, ": ", e.msg());
-      s.cache->remove(id);
+      forget_entry(*s.cache, id);
       continue;
     }
     if (!record || valid.count({record->container_id, record->ifname})) continue;
     util::log_verbose("GC: container ", id, " is not a valid attachment; deleting its networks");
     cni::Invocation gone = inv;
     gone.container_id = record->container_id;
-    gone.netns = "";
-    del_all(*s.runner, gone, *record, error);
-    s.cache->remove(id);
+    // The runtime no longer knows this container: its namespace is not ours to enter any more, so
+    // the delegates get no CNI_NETNS and only release what they hold (IPAM).
+    auto failed = del_all(*s.runner, gone, *record, "", error);
+    if (failed.empty()) {
+      forget_entry(*s.cache, id);
+    } else {
+      // Only deleted attachments leave the cache; the others stay for the next GC or DEL.
+      util::log_error("GC: ", failed.size(), " network(s) of container ", id, " could not be deleted; keeping them cached");
+      keep_failed(*s.cache, *record, std::move(failed));
+    }
   }
   // Delegates that speak 1.1.0 get their own GC with the attachments that remain theirs.
   cni::Invocation named = inv;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -35,8 +36,16 @@ bool still_linked(const UniqueFd& fd, const std::filesystem::path& path) {
   return held.st_dev == linked.st_dev && held.st_ino == linked.st_ino;
 }
 
-UniqueFd open_lock_file(const std::filesystem::path& path) {
+/// Opens (creating, 0600) the lock file. On a read-only filesystem an existing lock file is
+/// opened read-only (flock needs no write access); nullopt when there is none and none can be made.
+std::optional<UniqueFd> open_lock_file(const std::filesystem::path& path) {
+  bool read_only = false;
   UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd.valid() && errno == EROFS) {
+    read_only = true;
+    fd = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd.valid() && errno == ENOENT) return std::nullopt;
+  }
   if (!fd.valid()) throw_io("cannot open lock file", path, errno);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) throw_io("cannot stat lock file", path, errno);
@@ -44,7 +53,7 @@ UniqueFd open_lock_file(const std::filesystem::path& path) {
     throw cni::CniError(cni::ErrorCode::Io,
                         "lock file " + path.string() + " is not a regular file");
   }
-  if ((st.st_mode & 07777) != 0600 && ::fchmod(fd.get(), 0600) != 0) {
+  if (!read_only && (st.st_mode & 07777) != 0600 && ::fchmod(fd.get(), 0600) != 0) {
     throw_io("cannot chmod lock file", path, errno);
   }
   return fd;
@@ -57,7 +66,11 @@ std::unique_ptr<FileLock> FileLock::acquire(const std::filesystem::path& path,
   std::chrono::milliseconds waited{0};
   std::chrono::milliseconds backoff{1};
   for (;;) {
-    UniqueFd fd = open_lock_file(path);
+    std::optional<UniqueFd> opened = open_lock_file(path);
+    // A read-only filesystem without a lock file: nobody can create or change anything under it,
+    // so there is nothing to serialise (DEL must still run and release the delegates' resources).
+    if (!opened) return std::unique_ptr<FileLock>(new FileLock(path, UniqueFd()));
+    UniqueFd fd = std::move(*opened);
     while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
       if (errno == EINTR) continue;
       if (errno != EWOULDBLOCK) throw_io("cannot lock", path, errno);

@@ -37,7 +37,9 @@ class FileLock final : public LockGuard {
 
   /// Opens (creating, mode 0600) and locks `path`, retrying while another holder has it. Gives up
   /// once the pauses add up to `timeout` with CniError(TryAgainLater); other failures throw
-  /// CniError(Io). `sleeper` is only used during the call.
+  /// CniError(Io). On a read-only filesystem an existing lock file is locked through a read-only
+  /// descriptor, and a missing one yields a lock that holds nothing (nobody can change anything
+  /// there). `sleeper` is only used during the call.
   static std::unique_ptr<FileLock> acquire(const std::filesystem::path& path,
                                            std::chrono::milliseconds timeout, Sleeper& sleeper);
 

@@ -12,6 +12,13 @@ interface and config, and then misbehave in the way their name says. Config keys
   pidFile     fake-hang writes its pid here before hanging on ADD
   hangSeconds how long fake-hang hangs (default 120, then it exits 0 without a result)
   address     fake-record: IPv4 CIDR reported (and set on its link) on ADD
+  exitCode    fake-garbage: exit status after printing its garbage (default 0)
+  hangOn      list of verbs fake-hang hangs on (default ["ADD"]); other ADDs return a result
+  crash       fake-record: "before-link" or "after-link" — SIGKILLs itself during ADD, before or
+              after creating its interface (a delegate dying mid-ADD)
+  afterAdd    fake-record: a shell command run after its interface exists, before it answers
+              (fault injection on the node: fill or remount a directory...)
+  resultVersion  fake-record: the cniVersion written into its ADD result instead of the config's
 
 Verbs a fake does not fail on succeed; a non-failing ADD of fake-fail passes its prevResult through
 (like a chained plugin) or returns a minimal result naming CNI_IFNAME.
@@ -22,6 +29,7 @@ see a real link.
 import fcntl
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -87,10 +95,17 @@ def _result(conf, ifname, netns, mac, address):
     return res
 
 
+def _crash():
+    sys.stdout.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def _record_add(conf):
     ifname = os.environ.get("CNI_IFNAME", "")
     netns = os.environ.get("CNI_NETNS", "")
     address = conf.get("address", "")
+    if conf.get("crash") == "before-link":
+        _crash()
     made = _nsenter(netns, "ip", "link", "add", ifname, "type", "dummy")
     if made.returncode != 0:  # kernels built without the dummy driver: ifb is as inert
         made = _nsenter(netns, "ip", "link", "add", ifname, "type", "ifb")
@@ -101,7 +116,14 @@ def _record_add(conf):
         _nsenter(netns, "ip", "addr", "add", address, "dev", ifname)
     link = json.loads(_nsenter(netns, "ip", "-j", "link", "show", ifname).stdout or "[{}]")
     mac = link[0].get("address", "") if link else ""
-    sys.stdout.write(json.dumps(_result(conf, ifname, netns, mac, address)))
+    if conf.get("afterAdd"):
+        subprocess.run(["sh", "-c", conf["afterAdd"]], stdout=subprocess.DEVNULL, check=False)
+    if conf.get("crash") == "after-link":
+        _crash()
+    result = _result(conf, ifname, netns, mac, address)
+    if conf.get("resultVersion"):
+        result["cniVersion"] = conf["resultVersion"]
+    sys.stdout.write(json.dumps(result))
 
 
 def _record_del():
@@ -118,6 +140,15 @@ def _record_check(conf):
         _error(conf, 999, "fake-record: %s is missing in %s" % (ifname, netns))
 
 
+def _hang(conf):
+    pid_file = conf.get("pidFile")
+    if pid_file:
+        with open(pid_file + ".tmp", "w", encoding="utf-8") as f:
+            f.write(str(os.getpid()))
+        os.rename(pid_file + ".tmp", pid_file)
+    time.sleep(float(conf.get("hangSeconds", 120)))  # bounded: never outlives a test run
+
+
 def main(behaviour):
     """Runs one CNI call; behaviour is one of fail, garbage, hang, record."""
     command = os.environ.get("CNI_COMMAND", "")
@@ -130,6 +161,8 @@ def main(behaviour):
     if behaviour == "fail" and command in conf.get("failOn", ["ADD"]):
         _error(conf, int(conf.get("failCode", 11)),
                conf.get("failMsg", "fake-fail: %s refused on purpose" % command))
+    if behaviour == "hang" and command != "ADD" and command in conf.get("hangOn", ["ADD"]):
+        _hang(conf)
     if command != "ADD":
         if behaviour == "record" and command == "DEL":
             _record_del()
@@ -138,14 +171,9 @@ def main(behaviour):
         return 0
     if behaviour == "garbage":
         sys.stdout.write("this is not a CNI result {\"cniVersion\": ")
-        return 0
-    if behaviour == "hang":
-        pid_file = conf.get("pidFile")
-        if pid_file:
-            with open(pid_file + ".tmp", "w", encoding="utf-8") as f:
-                f.write(str(os.getpid()))
-            os.rename(pid_file + ".tmp", pid_file)
-        time.sleep(float(conf.get("hangSeconds", 120)))  # bounded: never outlives a test run
+        return int(conf.get("exitCode", 0))
+    if behaviour == "hang" and command in conf.get("hangOn", ["ADD"]):
+        _hang(conf)
         return 0
     if behaviour == "record":
         _record_add(conf)

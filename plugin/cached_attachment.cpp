@@ -1,0 +1,89 @@
+// Accessors for cached attachments and the ADD result rendering. Every parse here runs with
+// exceptions off and a nesting bound, so corrupt cache text surfaces as a CniError the verbs can
+// report or work around.
+#include "plugin/cached_attachment.h"
+
+#include <vector>
+
+#include "cni/delegate_config.h"
+#include "cni/error.h"
+#include "cni/netconf.h"
+#include "cni/result_codec.h"
+#include "util/json.h"
+
+namespace manifold::plugin {
+
+namespace {
+
+using cni::CniError;
+using cni::ErrorCode;
+
+/// Deepest JSON accepted in a cached delegate config (as exec::DelegateRunner accepts).
+constexpr int kMaxConfigDepth = 256;
+
+/// `text` parsed without exceptions; a discarded value when it is invalid or nested too deeply.
+Json parse_quietly(const std::string& text) {
+  struct TooDeep {};
+  try {
+    return Json::parse(
+        text,
+        [](int depth, Json::parse_event_t, Json&) {
+          if (depth > kMaxConfigDepth) throw TooDeep{};
+          return true;
+        },
+        false);
+  } catch (const TooDeep&) {
+    return Json(Json::value_t::discarded);
+  }
+}
+
+/// "network "name" (ifname)", for messages.
+std::string describe(const store::AttachmentRecord& a) {
+  return "network \"" + a.name + "\" (" + a.ifname + ")";
+}
+
+}  // namespace
+
+std::string cached_cni_args(const store::AttachmentRecord& a, const std::string& fallback) {
+  auto it = a.extra.find("cniArgs");
+  if (it == a.extra.end() || it->is_null()) return fallback;
+  if (!it->is_string())
+    throw CniError(ErrorCode::Decoding, "cached \"cniArgs\" of " + describe(a) + " is not a string but " +
+                                            std::string(it->type_name()));
+  return it->get<std::string>();
+}
+
+bool has_usable_config(const store::AttachmentRecord& a) {
+  Json conf = parse_quietly(a.config);
+  if (conf.is_discarded() || !conf.is_object()) return false;
+  try {
+    cni::validate_delegate_shape(conf, "cached delegate config");
+  } catch (const CniError&) {
+    return false;
+  }
+  return true;
+}
+
+cni::Result decode_attachment_result(const store::AttachmentRecord& a) {
+  Json conf = parse_quietly(a.config);
+  if (conf.is_discarded() || !conf.is_object())
+    throw CniError(ErrorCode::Decoding, "cached delegate config of " + describe(a) + " is not a JSON object");
+  return cni::decode_result_text(a.result, cni::delegate_version(conf));
+}
+
+std::string render_result(const store::ContainerRecord& record, const std::string& version, bool all) {
+  std::vector<cni::Result> results;
+  bool has_cluster = false;
+  for (const auto& a : record.attachments) {
+    has_cluster = has_cluster || a.cluster_network;
+    if (a.cluster_network || all) results.push_back(decode_attachment_result(a));
+  }
+  if (!has_cluster || results.empty())
+    throw CniError(ErrorCode::Internal, "container " + record.container_id + " has no cluster network attachment (" +
+                                            std::to_string(record.attachments.size()) +
+                                            " attachment(s)); there is no result to report");
+  cni::Result out = all ? cni::merge_results(results) : results.front();
+  return cni::encode_result(out, version).dump() + "\n";
+}
+
+}  // namespace manifold::plugin

@@ -1,0 +1,272 @@
+// Tests for how the CNI verbs of plugin/commands survive faults (issue 6): corrupt cache records
+// (a cniArgs that is not a string, a cached config that is not JSON), an unreadable entry met by
+// ADD, a cache that cannot be written or removed while ADD rolls back or DEL finishes, and GC
+// (no CNI_NETNS for collected containers; an entry leaves the cache only when its DEL succeeded).
+#include <catch2/catch.hpp>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cni/error.h"
+#include "plugin/commands.h"
+#include "plugin/fakes.h"
+
+using manifold::Json;
+using manifold::cni::DispatchOutput;
+using manifold::test::Call;
+using manifold::test::cni_error_answer;
+using manifold::test::Env;
+using manifold::test::World;
+using Strings = std::vector<std::string>;
+
+namespace {
+
+/// Two confs: bridge (0.4.0, eth0) and macvlan (1.0.0, net1).
+Json two_delegates(const World& w, const std::string& version = "1.0.0") {
+  return Json{{"cniVersion", version},
+              {"name", "manifold-net"},
+              {"type", "manifold"},
+              {"cniDir", "/var/lib/cni/manifold-test"},
+              {"logToStderr", false},
+              {"binDir", w.bin.str()},
+              {"delegates", Json::parse(R"([
+                {"cniVersion": "0.4.0", "name": "cluster", "type": "bridge"},
+                {"cniVersion": "1.1.0", "name": "storage", "type": "macvlan"}])")}};
+}
+
+Json error_of(const DispatchOutput& out) {
+  REQUIRE(out.exit_code == 1);
+  Json e = Json::parse(out.stdout_text);
+  REQUIRE(e.contains("code"));
+  return e;
+}
+
+/// Edits the cached record of `id` in place.
+template <typename Fn>
+void edit_record(World& w, const std::string& id, Fn fn) {
+  auto record = w.cache.load(id);
+  REQUIRE(record);
+  fn(*record);
+  w.cache.save(*record);
+}
+
+/// A Cache over the world's cache whose save (after `saves_allowed` successful ones) and remove
+/// fail like a full or read-only disk.
+class BrokenDiskCache final : public manifold::store::Cache {
+ public:
+  BrokenDiskCache(manifold::store::Cache& inner, int saves_allowed, bool remove_fails)
+      : inner_(inner), saves_left_(saves_allowed), remove_fails_(remove_fails) {}
+  std::optional<manifold::store::ContainerRecord> load(const std::string& id) override { return inner_.load(id); }
+  void save(const manifold::store::ContainerRecord& record) override {
+    if (saves_left_ >= 0 && saves_left_-- == 0)
+      throw manifold::cni::CniError(manifold::cni::ErrorCode::Io, "cannot write cache: No space left on device");
+    if (saves_left_ < -1) saves_left_ = -1;
+    inner_.save(record);
+  }
+  void remove(const std::string& id) override {
+    if (remove_fails_)
+      throw manifold::cni::CniError(manifold::cni::ErrorCode::Io, "cannot remove cache: Read-only file system");
+    inner_.remove(id);
+  }
+  std::vector<std::string> list() override { return inner_.list(); }
+  std::unique_ptr<manifold::store::LockGuard> lock(const std::string& id) override { return inner_.lock(id); }
+
+ private:
+  manifold::store::Cache& inner_;
+  int saves_left_;
+  bool remove_fails_;
+};
+
+/// Runs one verb like World::run, with the cache replaced by a BrokenDiskCache.
+DispatchOutput run_on_broken_disk(World& w, const std::string& command, const Json& config, int saves_allowed,
+                                  bool remove_fails) {
+  manifold::plugin::Services s = w.services();
+  s.open_cache = [&w, saves_allowed, remove_fails](const std::string&) -> std::unique_ptr<manifold::store::Cache> {
+    return std::make_unique<BrokenDiskCache>(w.cache, saves_allowed, remove_fails);
+  };
+  std::map<std::string, std::string> env = {{"CNI_COMMAND", command}, {"CNI_CONTAINERID", "ctr1"},
+                                            {"CNI_IFNAME", "eth0"},    {"CNI_NETNS", w.netns_path},
+                                            {"CNI_ARGS", "K8S_POD_NAME=web"}, {"CNI_PATH", "/nonexistent/cni/bin"}};
+  manifold::plugin::Commands commands(s);
+  return manifold::cni::dispatch(env, config.dump(), commands);
+}
+
+Env with_args(const std::string& args) {
+  Env e;
+  e.args = args;
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("DEL of a record whose cached cniArgs is not a string deletes every network best-effort",
+          "[plugin][commands]") {
+  World w;
+  Json config = two_delegates(w);
+  REQUIRE(w.run("ADD", config, with_args("K8S_POD_NAME=web")).exit_code == 0);
+  edit_record(w, "ctr1", [](auto& r) { r.attachments[1].extra["cniArgs"] = 42; });
+  size_t before = w.call_count();
+  auto out = w.run("DEL", config, with_args("K8S_POD_NAME=web"));
+  INFO(out.stdout_text);
+  REQUIRE(out.exit_code == 0);
+  auto calls = w.calls_since(before);
+  REQUIRE(w.briefs_since(before) == Strings{"macvlan DEL net1", "bridge DEL eth0"});
+  // The entry's own value is unusable: the runtime's CNI_ARGS stand in; the namespace is kept.
+  CHECK(calls[0].args == "K8S_POD_NAME=web");
+  CHECK(calls[0].netns == w.netns_path);
+  CHECK(calls[1].args == "IgnoreUnknown=true;K8S_POD_NAME=web");
+  CHECK(w.cache.list().empty());
+  CHECK_FALSE(w.has_link(w.netns_path, "net1"));
+  CHECK_FALSE(w.has_link(w.netns_path, "eth0"));
+}
+
+TEST_CASE("CHECK of a corrupt cached attachment is a clear decoding error", "[plugin][commands]") {
+  World w;
+  Json config = two_delegates(w);
+  REQUIRE(w.run("ADD", config).exit_code == 0);
+  SECTION("cniArgs that is not a string") {
+    edit_record(w, "ctr1", [](auto& r) { r.attachments[1].extra["cniArgs"] = Json::array({"IP=1.2.3.4"}); });
+    Json e = error_of(w.run("CHECK", config));
+    CHECK(e["code"] == 6);
+    CHECK_THAT(e["msg"].get<std::string>(), Catch::Contains("\"storage\" (net1)") && Catch::Contains("cniArgs"));
+  }
+  SECTION("a cached config that is not JSON") {
+    edit_record(w, "ctr1", [](auto& r) { r.attachments[0].config = "{\"cniVersion\": \"0.4"; });
+    Json e = error_of(w.run("CHECK", config));
+    CHECK(e["code"] == 6);
+    CHECK_THAT(e["msg"].get<std::string>(), Catch::Contains("\"cluster\" (eth0)"));
+  }
+  SECTION("a truncated cached result") {
+    edit_record(w, "ctr1", [](auto& r) { r.attachments[1].result.resize(r.attachments[1].result.size() / 2); });
+    Json e = error_of(w.run("CHECK", config));
+    CHECK(e["code"] == 6);
+    CHECK_THAT(e["msg"].get<std::string>(), Catch::Contains("\"storage\" (net1)"));
+  }
+}
+
+TEST_CASE("DEL of a record with an unusable cached config deletes the configured networks best-effort",
+          "[plugin][commands]") {
+  World w;
+  Json config = two_delegates(w);
+  REQUIRE(w.run("ADD", config).exit_code == 0);
+  edit_record(w, "ctr1", [](auto& r) { r.attachments[1].config = "not json"; });
+  size_t before = w.call_count();
+  auto out = w.run("DEL", config);
+  INFO(out.stdout_text);
+  REQUIRE(out.exit_code == 0);
+  REQUIRE(w.briefs_since(before) == Strings{"macvlan DEL net1", "bridge DEL eth0"});
+  for (const Call& c : w.calls_since(before)) CHECK_FALSE(c.netns);
+  CHECK(w.cache.list().empty());
+}
+
+TEST_CASE("ADD refuses to overwrite an unreadable cache entry of the same container", "[plugin][commands]") {
+  World w;
+  Json config = two_delegates(w);
+  REQUIRE(w.run("ADD", config).exit_code == 0);
+  w.cache.corrupt("ctr1");
+  std::filesystem::remove(w.netns_path);  // a new sandbox at a new path, same container ID
+  Env fresh;
+  fresh.netns = w.make_netns_file("pod-netns-2");
+  size_t before = w.call_count();
+  Json e = error_of(w.run("ADD", config, fresh));
+  CHECK(e["code"] == 6);
+  CHECK_THAT(e["msg"].get<std::string>(), Catch::Contains("container ctr1") && Catch::Contains("DEL"));
+  CHECK(w.call_count() == before);
+  CHECK_THROWS_AS(w.cache.load("ctr1"), manifold::cni::CniError);  // kept for the DEL
+
+  REQUIRE(w.run("DEL", config, fresh).exit_code == 0);
+  CHECK(w.cache.list().empty());
+  REQUIRE(w.run("ADD", config, fresh).exit_code == 0);
+}
+
+TEST_CASE("ADD on a failing disk rolls back and reports the disk error, even when the entry cannot be removed",
+          "[plugin][commands]") {
+  World w;
+  Json config = two_delegates(w);
+  // Saves: before bridge, after bridge, before macvlan, after macvlan (fails).
+  auto out = run_on_broken_disk(w, "ADD", config, 3, true);
+  Json e = error_of(out);
+  CHECK(e["code"] == 5);
+  CHECK(e["msg"] == "cannot write cache: No space left on device");
+  CHECK(w.briefs_since(0) == Strings{"bridge ADD eth0", "macvlan ADD net1", "macvlan DEL net1", "bridge DEL eth0"});
+  CHECK_FALSE(w.has_link(w.netns_path, "eth0"));
+  CHECK_FALSE(w.has_link(w.netns_path, "net1"));
+  CHECK_FALSE(w.cache.is_locked("ctr1"));
+
+  SECTION("when the entry can be removed, nothing is left") {
+    World v;
+    auto again = run_on_broken_disk(v, "ADD", two_delegates(v), 3, false);
+    CHECK(error_of(again)["code"] == 5);
+    CHECK(v.cache.list().empty());
+  }
+}
+
+TEST_CASE("DEL succeeds when every network was deleted but the cache entry cannot be removed",
+          "[plugin][commands]") {
+  World w;
+  Json config = two_delegates(w);
+  REQUIRE(w.run("ADD", config).exit_code == 0);
+  size_t before = w.call_count();
+  auto out = run_on_broken_disk(w, "DEL", config, -1, true);
+  INFO(out.stdout_text);
+  CHECK(out.exit_code == 0);
+  CHECK(w.briefs_since(before) == Strings{"macvlan DEL net1", "bridge DEL eth0"});
+  CHECK(w.cache.list() == Strings{"ctr1"});  // stale but harmless: the next DEL is idempotent
+  REQUIRE(w.run("DEL", config).exit_code == 0);
+  CHECK(w.cache.list().empty());
+
+  SECTION("a failing delegate still reports its own error, not the disk's") {
+    REQUIRE(w.run("ADD", config).exit_code == 0);
+    w.intercept = [](const Call& c) -> std::optional<manifold::exec::ProcessResult> {
+      if (c.command == "DEL" && c.type == "macvlan") return cni_error_answer(11, "macvlan is busy");
+      return std::nullopt;
+    };
+    Json retrying = config;
+    retrying["retryDeleteOnError"] = true;
+    Json e = error_of(run_on_broken_disk(w, "DEL", retrying, 0, true));
+    CHECK(e["code"] == 11);
+    CHECK_THAT(e["msg"].get<std::string>(), Catch::Contains("macvlan is busy"));
+  }
+}
+
+TEST_CASE("GC deletes collected containers without CNI_NETNS and keeps entries whose DEL failed",
+          "[plugin][commands]") {
+  World w;
+  Json config = two_delegates(w, "1.1.0");
+  Env a;
+  a.container_id = "ctr-a";
+  a.netns = w.make_netns_file("netns-a");
+  REQUIRE(w.run("ADD", config, a).exit_code == 0);
+  auto recorded = *w.cache.load("ctr-a");
+  Json gc = config;
+  gc["cni.dev/valid-attachments"] = Json::array();
+  Env none;
+  none.container_id = "";
+  none.ifname = "";
+  none.netns = "";
+
+  bool fail_macvlan = true;
+  w.intercept = [&](const Call& c) -> std::optional<manifold::exec::ProcessResult> {
+    if (c.command == "DEL" && c.type == "macvlan" && fail_macvlan) return cni_error_answer(11, "macvlan is busy");
+    return std::nullopt;
+  };
+  size_t before = w.call_count();
+  Json e = error_of(w.run("GC", gc, none));
+  CHECK(e["code"] == 11);
+  auto calls = w.calls_since(before);
+  REQUIRE(w.briefs_since(before) == Strings{"macvlan DEL net1", "bridge DEL eth0", "macvlan GC "});
+  // The namespace file still exists, yet a collected container's delegates get no CNI_NETNS.
+  CHECK_FALSE(calls[0].netns);
+  CHECK_FALSE(calls[1].netns);
+  auto kept = w.cache.load("ctr-a");
+  REQUIRE(kept);
+  REQUIRE(kept->attachments.size() == 1);
+  CHECK(kept->attachments[0] == recorded.attachments[1]);
+
+  fail_macvlan = false;
+  before = w.call_count();
+  REQUIRE(w.run("GC", gc, none).exit_code == 0);
+  CHECK(w.briefs_since(before) == Strings{"macvlan DEL net1", "macvlan GC "});
+  CHECK(w.cache.list().empty());
+}
