@@ -353,6 +353,31 @@ void publish_status(KubeAccess& kube, util::FileReader& files, const cni::MetaCo
   send_added_events(kube, ref, pod, record);
 }
 
+// The records a DEL without a usable cache entry works from: `attachments` as they would have
+// been added (delegate config as prepared for them, planned scoping state), without results.
+std::vector<store::AttachmentRecord> rebuilt_attachments(const cni::MetaConfig& config,
+                                                         std::vector<Attachment> attachments) {
+  std::vector<ScopingPlan> plans;
+  try {
+    plans = plan_attachments_scoping(config.scoping, attachments);
+  } catch (const CniError& e) {
+    util::log_error("cannot plan the network scoping for DEL: ", e.msg());
+  }
+  std::vector<store::AttachmentRecord> records;
+  for (size_t i = 0; i < attachments.size(); ++i) {
+    const auto& a = attachments[i];
+    store::AttachmentRecord rec;
+    rec.name = a.name;
+    rec.ifname = a.ifname;
+    rec.cluster_network = a.cluster_network;
+    rec.config = cni::prepare_delegate(a.delegate, a.runtime_config, config.cni_version).dump();
+    if (i < plans.size())
+      if (Json st = initial_scoping_state(plans[i]); !st.is_null()) rec.extra["scoping"] = st;
+    records.push_back(std::move(rec));
+  }
+  return records;
+}
+
 std::set<std::pair<std::string, std::string>> parse_valid_attachments(const Json& config) {
   std::set<std::pair<std::string, std::string>> valid;
   auto it = config.find("cni.dev/valid-attachments");
@@ -366,6 +391,36 @@ std::set<std::pair<std::string, std::string>> parse_valid_attachments(const Json
     valid.emplace(v["containerID"].get<std::string>(), v.value("ifname", std::string()));
   }
   return valid;
+}
+
+// GC of a cache entry that cannot be read: kept when the runtime still lists its container (its
+// DEL will release it); otherwise the configured networks are DELed best-effort without a
+// namespace, so their IPAM lets go of what the container held, and the entry is removed.
+void gc_unreadable_entry(Session& s, const cni::Invocation& inv,
+                         const std::set<std::pair<std::string, std::string>>& valid, const std::string& id,
+                         const CniError& why) {
+  for (const auto& v : valid) {
+    if (v.first != id) continue;
+    util::log_error("GC: cache entry of live container ", id, " is unreadable (", why.msg(), "); keeping it");
+    return;
+  }
+  util::log_error("GC: cache entry of ", id, " is unreadable (", why.msg(),
+                  "); releasing the configured networks best-effort and removing it");
+  cni::Invocation gone = inv;
+  gone.container_id = id;
+  if (gone.ifname.empty()) gone.ifname = "eth0";
+  store::ContainerRecord record;
+  record.container_id = id;
+  record.netns = kNoNetns;
+  std::optional<CniError> error;
+  try {
+    record.attachments = rebuilt_attachments(s.config, resolve_static_attachments(s.config, gone));
+    del_all(*s.runner, gone, record, "", error);
+  } catch (const CniError& e) {
+    error = e;
+  }
+  if (error) util::log_error("GC: best-effort DEL of ", id, ": ", error->msg());
+  forget_entry(*s.cache, id);
 }
 
 }  // namespace
@@ -476,23 +531,7 @@ std::string Commands::del(const cni::Invocation& inv) {
         util::log_error("cannot resolve the pod's networks for DEL (", e.msg(), "); using the configured ones");
         attachments = resolve_static_attachments(s.config, inv);
       }
-      std::vector<ScopingPlan> plans;
-      try {
-        plans = plan_attachments_scoping(s.config.scoping, attachments);
-      } catch (const CniError& e) {
-        util::log_error("cannot plan the network scoping for DEL: ", e.msg());
-      }
-      for (size_t i = 0; i < attachments.size(); ++i) {
-        const auto& a = attachments[i];
-        store::AttachmentRecord rec;
-        rec.name = a.name;
-        rec.ifname = a.ifname;
-        rec.cluster_network = a.cluster_network;
-        rec.config = cni::prepare_delegate(a.delegate, a.runtime_config, s.config.cni_version).dump();
-        if (i < plans.size())
-          if (Json st = initial_scoping_state(plans[i]); !st.is_null()) rec.extra["scoping"] = st;
-        record->attachments.push_back(rec);
-      }
+      record->attachments = rebuilt_attachments(s.config, attachments);
     } catch (const CniError& e) {
       util::log_error("cannot rebuild the networks of container ", inv.container_id, ": ", e.msg());
     }
@@ -552,8 +591,7 @@ std::string Commands::gc(const cni::Invocation& inv) {
     try {
       record = s.cache->load(id);
     } catch (const CniError& e) {
-      util::log_error("GC: removing unreadable cache entry of ", id, ": ", e.msg());
-      forget_entry(*s.cache, id);
+      gc_unreadable_entry(s, inv, valid, id, e);
       continue;
     }
     if (!record || valid.count({record->container_id, record->ifname})) continue;

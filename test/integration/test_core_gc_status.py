@@ -48,6 +48,32 @@ class CoreGcStatusTest(ManifoldTestCase):
         self.assertEqual(self.tree.cache_files(), [])
         self.assertEqual(self.tree.reservations(), [])
 
+    def test_gc_of_unreadable_entries_keeps_the_live_one_and_releases_the_collected_one(self):
+        other = self.new_netns()
+        self.add(self.pod, "ctr-a", 0)
+        reservations_a = set(self.tree.reservations())
+        self.add(other, "ctr-b", 1)
+        self.assertEqual(len(self.tree.reservations()), 2)
+        for name in self.tree.cache_files():
+            with open(os.path.join(self.tree.cni_dir, name), "wb") as f:
+                f.write(b'{"containerID": "trunc')
+        cache = self.tree.cache_files()
+
+        # ctr-b is gone; its entry cannot be read, so GC DELs the configured networks under its
+        # container ID without a namespace (host-local releases ctr-b's address) and removes it.
+        # ctr-a's unreadable entry is kept for ctr-a's own DEL.
+        other.delete()
+        valid = [{"containerID": "ctr-a", "ifname": "eth0"}]
+        self.assertOk(self.driver("gc", "", valid_attachments=valid))
+        self.assertEqual(set(self.tree.reservations()), reservations_a)
+        self.assertEqual(self.tree.cache_files(), [n for n in cache if "ctr-a" in n])
+        self.assertIn("releasing the configured networks best-effort", self.tree.log_tail(10**7))
+
+        self.assertOk(self.driver("del", self.pod.path, container_id="ctr-a"))
+        self.assertEqual(self.tree.reservations(), [])
+        self.assertEqual(self.tree.cache_files(), [])
+        self.pod.delete()
+
     def test_gc_keeps_valid_attachments(self):
         other = self.new_netns()
         self.add(self.pod, "ctr-a", 0)

@@ -270,3 +270,40 @@ TEST_CASE("GC deletes collected containers without CNI_NETNS and keeps entries w
   CHECK(w.briefs_since(before) == Strings{"macvlan DEL net1", "macvlan GC "});
   CHECK(w.cache.list().empty());
 }
+
+TEST_CASE("GC keeps an unreadable entry of a live container and releases a dead one's networks best-effort",
+          "[plugin][commands]") {
+  World w;
+  Json config = two_delegates(w, "1.1.0");
+  Env live;
+  live.container_id = "ctr-live";
+  live.netns = w.make_netns_file("netns-live");
+  Env dead;
+  dead.container_id = "ctr-dead";
+  dead.netns = w.make_netns_file("netns-dead");
+  REQUIRE(w.run("ADD", config, live).exit_code == 0);
+  REQUIRE(w.run("ADD", config, dead).exit_code == 0);
+  w.cache.corrupt("ctr-live");
+  w.cache.corrupt("ctr-dead");
+  Json gc = config;
+  gc["cni.dev/valid-attachments"] = Json::array({{{"containerID", "ctr-live"}, {"ifname", "eth0"}}});
+  Env none;
+  none.container_id = "";
+  none.ifname = "";
+  none.netns = "";
+
+  size_t before = w.call_count();
+  auto out = w.run("GC", gc, none);
+  INFO(out.stdout_text);
+  REQUIRE(out.exit_code == 0);
+  // The dead container's configured networks are DELed in reverse, without a namespace, under its
+  // own container ID (what host-local releases by); then the delegates' own GC runs.
+  REQUIRE(w.briefs_since(before) == Strings{"macvlan DEL net1", "bridge DEL eth0", "macvlan GC "});
+  auto calls = w.calls_since(before);
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK_FALSE(calls[i].netns);
+    CHECK(calls[i].container_id == "ctr-dead");
+  }
+  CHECK(w.cache.list() == Strings{"ctr-live"});
+  CHECK_THROWS_AS(w.cache.load("ctr-live"), manifold::cni::CniError);  // kept for its own DEL
+}

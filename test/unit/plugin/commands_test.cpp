@@ -649,13 +649,14 @@ TEST_CASE("GC deletes the attachments not listed as valid and keeps the listed o
     CHECK(w.cache.load("ctr-a") == kept);
   }
 
-  SECTION("a corrupt entry is removed without running its delegates") {
+  SECTION("a corrupt entry of a collected container is removed after a best-effort DEL of the configured networks") {
     w.cache.corrupt("ctr-b");
     Json gc = config;
     gc["cni.dev/valid-attachments"] = Json::parse(R"([{"containerID": "ctr-a", "ifname": "eth0"}])");
     size_t before = w.call_count();
     REQUIRE(w.run("GC", gc, no_container()).exit_code == 0);
-    CHECK(w.briefs_since(before) == Strings{"macvlan GC "});
+    CHECK(w.briefs_since(before) == Strings{"macvlan DEL net1", "bridge DEL eth0", "macvlan GC "});
+    CHECK(w.calls_since(before)[0].container_id == "ctr-b");
     CHECK(w.cache.list() == Strings{"ctr-a"});
   }
 
