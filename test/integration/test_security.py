@@ -238,6 +238,33 @@ class K8sSecurityTest(K8sTestCase):
         self.assertNotIn(base64.b64encode(token.encode()).decode(), text)
         self.assertNothingLeft()
 
+    def test_no_token_in_the_errors_of_a_broken_kubeconfig(self):
+        token = "mf-sekret-" + secrets.token_hex(16)
+        self.add_pod({})
+        good = self.api.write_kubeconfig(self.tree.path("kubeconfig"), auth="token", token=token)
+        with open(good, encoding="utf-8") as f:
+            text = f.read()
+        quoted = '"%s"' % token
+        self.assertIn(quoted, text)
+        broken = {
+            "token as a list": text.replace(quoted, "[%s]" % quoted),
+            "token as a map": text.replace(quoted, "{value: %s}" % quoted),
+            "bad YAML after the token": text.replace(quoted, quoted + "\n  : : [unclosed"),
+            "token with a NUL": text.replace(quoted, '"%s\\0x"' % token),
+        }
+        runs = []
+        for what, content in broken.items():
+            with self.subTest(what=what):
+                with open(self.kubeconfig, "w", encoding="utf-8") as f:
+                    f.write(content)
+                self.write_k8s()
+                runs.append(self.add())
+                self.assertNotEqual(runs[-1].rc, 0, runs[-1].describe())
+                self.assertNothingLeft()
+        outputs = self.outputs(*runs)
+        self.assertNotIn(token, outputs)
+        self.assertNotIn(token[10:], outputs)
+
     def test_no_client_key_reaches_logs_errors_outputs_or_status(self):
         with open(self.api.client_key, encoding="utf-8") as f:
             key_pem = f.read()
@@ -306,7 +333,7 @@ class K8sSecurityTest(K8sTestCase):
                 self.api.clear_requests()
                 add = self.add()
                 self.assertNotEqual(add.rc, 0)
-                self.assertIn(add.code, (6, 7), add.describe())
+                self.assertCniError(add, ERR_INVALID_CONFIG)
                 self.assertErrorMentions(add, "1000")
                 self.assertEqual([p for m, p in api_paths(self.requests()) if "network-attach" in p],
                                  [], "no NAD may be read for a rejected annotation")
@@ -321,7 +348,7 @@ class K8sSecurityTest(K8sTestCase):
                 self.write_k8s()
                 add = self.add()
                 self.assertNotEqual(add.rc, 0)
-                self.assertIn(add.code, (6, 7), add.describe())
+                self.assertCniError(add, ERR_INVALID_CONFIG)
                 self.assertNothingLeft()
 
     def test_certificate_for_another_host_is_an_error(self):
