@@ -164,8 +164,9 @@ std::string PluginInvoker::invoke(const std::string& type, const PluginCall& cal
 }
 
 bool passes_to_delegate(std::string_view name) {
-  static constexpr std::string_view kAllowed[] = {"PATH", "TMPDIR", "XTABLES_LOCKFILE", "TZ",
-                                                  "LANG", "LANGUAGE"};
+  static constexpr std::string_view kAllowed[] = {"PATH",     "LD_LIBRARY_PATH", "TMPDIR",
+                                                  "XTABLES_LOCKFILE", "TZ",   "LANG",
+                                                  "LANGUAGE"};
   for (std::string_view allowed : kAllowed)
     if (name == allowed) return true;
   return name.size() > 3 && name.substr(0, 3) == "LC_";

@@ -57,9 +57,10 @@ class PluginInvoker {
 };
 
 /// Whether a variable of the runtime's environment is passed on to delegates: only what a plugin
-/// needs to run its tools (PATH, TMPDIR, XTABLES_LOCKFILE) and to format text (TZ, LANG, LANGUAGE,
-/// LC_*). Everything else the runtime has (credentials such as KUBECONFIG or tokens, proxy URLs,
-/// LD_PRELOAD, sanitizer options, ...) is withheld; CNI_* variables are always set per call.
+/// needs to be loaded and to run its tools (PATH, LD_LIBRARY_PATH, TMPDIR, XTABLES_LOCKFILE) and to
+/// format text (TZ, LANG, LANGUAGE, LC_*). Everything else the runtime has (credentials such as
+/// KUBECONFIG or tokens, proxy URLs, LD_PRELOAD, sanitizer options, ...) is withheld; CNI_*
+/// variables are always set per call.
 bool passes_to_delegate(std::string_view name);
 
 /// Builds the child environment: the entries of base_env whose name passes_to_delegate, then

@@ -158,13 +158,13 @@ TEST_CASE("plugin env: duplicates keep the first position and the last value; ju
 
 TEST_CASE("plugin env: only the allow-list of the runtime's variables reaches a delegate",
           "[exec]") {
-  for (const char* name : {"PATH", "TMPDIR", "XTABLES_LOCKFILE", "TZ", "LANG", "LANGUAGE",
-                           "LC_ALL", "LC_MESSAGES"}) {
+  for (const char* name : {"PATH", "LD_LIBRARY_PATH", "TMPDIR", "XTABLES_LOCKFILE", "TZ", "LANG",
+                           "LANGUAGE", "LC_ALL", "LC_MESSAGES"}) {
     CAPTURE(name);
     CHECK(manifold::exec::passes_to_delegate(name));
   }
   for (const char* name : {"KUBECONFIG", "KUBERNETES_SERVICE_HOST", "HOME", "LD_PRELOAD",
-                           "LD_LIBRARY_PATH", "HTTPS_PROXY", "https_proxy", "ASAN_OPTIONS",
+                           "LD_AUDIT", "HTTPS_PROXY", "https_proxy", "ASAN_OPTIONS",
                            "MY_TOKEN", "LC_", "LC", "path", "PATH2", "XPATH", "CNI_COMMAND", ""}) {
     CAPTURE(name);
     CHECK_FALSE(manifold::exec::passes_to_delegate(name));
