@@ -193,7 +193,18 @@ std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, c
   std::string override_value = pod_annotation(pod, std::string(k8s::kDefaultNetworkAnnotation));
   if (!override_value.empty()) {
     auto e = k8s::parse_default_network_annotation(override_value, config.multus_namespace);
-    add(e.namespace_ + "/" + e.name, true, [&] { return from_nad(e, true); });
+    // Unlike Multus, isolation also binds the default-network annotation (otherwise a pod could
+    // pick any namespace's NAD as its cluster network); the multusNamespace, where operators keep
+    // the cluster networks this annotation names by default, stays allowed.
+    auto check = [&] {
+      if (e.namespace_ != config.multus_namespace)
+        k8s::check_isolation(policy, ref.namespace_, e.namespace_);
+    };
+    if (mode == Resolution::Strict) check();
+    add(e.namespace_ + "/" + e.name, true, [&] {
+      check();
+      return from_nad(e, true);
+    });
   } else if (!config.cluster_network.empty()) {
     add(config.cluster_network, true, [&] { return resolve_named_network(config.cluster_network, true, config, nads); });
   } else {

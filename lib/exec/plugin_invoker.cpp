@@ -163,6 +163,15 @@ std::string PluginInvoker::invoke(const std::string& type, const PluginCall& cal
   throw cni::CniError(cni::ErrorCode::DelegateFailed, std::move(msg));
 }
 
+bool passes_to_delegate(std::string_view name) {
+  static constexpr std::string_view kAllowed[] = {"PATH",     "LD_LIBRARY_PATH", "TMPDIR",
+                                                  "XTABLES_LOCKFILE", "TZ",   "LANG",
+                                                  "LANGUAGE"};
+  for (std::string_view allowed : kAllowed)
+    if (name == allowed) return true;
+  return name.size() > 3 && name.substr(0, 3) == "LC_";
+}
+
 std::vector<std::string> plugin_environment(const std::vector<std::string>& base_env,
                                             const PluginCall& call) {
   std::vector<std::string> out;
@@ -179,7 +188,7 @@ std::vector<std::string> plugin_environment(const std::vector<std::string>& base
     size_t eq = entry.find('=');
     if (eq == std::string::npos || eq == 0) continue;
     std::string name = entry.substr(0, eq);
-    if (name.rfind("CNI_", 0) == 0) continue;
+    if (!passes_to_delegate(name)) continue;
     put(std::move(name), entry);
   }
   auto set = [&](const char* name, const std::string& value, bool always) {

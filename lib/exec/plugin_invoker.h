@@ -1,5 +1,7 @@
-// Invoking a delegate CNI plugin: find the binary, build its CNI_* environment, run it with the
-// config on stdin under a timeout, and turn every failure into a CniError the runtime can act on.
+// Invoking a delegate CNI plugin: find the binary, build its environment (the CNI_* variables of
+// the call plus an allow-list of the runtime's variables, so that credentials and injection hooks
+// in the runtime's environment never reach a delegate), run it with the config on stdin under a
+// timeout, and turn every failure into a CniError the runtime can act on.
 // A delegate's own CNI error JSON is passed through unchanged (its code tells the runtime whether
 // to retry); anything else it does wrong (garbage, crash, hang, missing binary) becomes
 // DelegateFailed naming the plugin. The delegate's stderr always goes to our log.
@@ -7,6 +9,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "exec/process.h"
@@ -53,10 +56,17 @@ class PluginInvoker {
   std::vector<std::string> base_env_;
 };
 
-/// Builds the child environment: base_env minus every CNI_* variable, then CNI_COMMAND,
-/// CNI_CONTAINERID, CNI_NETNS, CNI_IFNAME, CNI_ARGS, CNI_PATH set from the call (CNI_COMMAND and
-/// CNI_PATH always, the others only when non-empty). Entries without '=' or with an empty name are
-/// dropped; a duplicated name keeps its first position and its last value.
+/// Whether a variable of the runtime's environment is passed on to delegates: only what a plugin
+/// needs to be loaded and to run its tools (PATH, LD_LIBRARY_PATH, TMPDIR, XTABLES_LOCKFILE) and to
+/// format text (TZ, LANG, LANGUAGE, LC_*). Everything else the runtime has (credentials such as
+/// KUBECONFIG or tokens, proxy URLs, LD_PRELOAD, sanitizer options, ...) is withheld; CNI_*
+/// variables are always set per call.
+bool passes_to_delegate(std::string_view name);
+
+/// Builds the child environment: the entries of base_env whose name passes_to_delegate, then
+/// CNI_COMMAND, CNI_CONTAINERID, CNI_NETNS, CNI_IFNAME, CNI_ARGS, CNI_PATH set from the call
+/// (CNI_COMMAND and CNI_PATH always, the others only when non-empty). Entries without '=' or with
+/// an empty name are dropped; a duplicated name keeps its first position and its last value.
 std::vector<std::string> plugin_environment(const std::vector<std::string>& base_env,
                                             const PluginCall& call);
 

@@ -108,9 +108,9 @@ struct Fixture {
 
 TEST_CASE("plugin env: CNI_* of the base are replaced by the call's", "[exec]") {
   std::vector<std::string> base = {"PATH=/bin", "CNI_COMMAND=DEL", "CNI_NETNS=/old", "CNI_FOO=x",
-                                   "HOME=/root"};
+                                   "TZ=UTC"};
   CHECK(plugin_environment(base, add_call()) ==
-        std::vector<std::string>{"PATH=/bin", "HOME=/root", "CNI_COMMAND=ADD",
+        std::vector<std::string>{"PATH=/bin", "TZ=UTC", "CNI_COMMAND=ADD",
                                  "CNI_CONTAINERID=abc123", "CNI_NETNS=/var/run/netns/x",
                                  "CNI_IFNAME=net1", "CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAME=p",
                                  "CNI_PATH=/opt/cni/bin"});
@@ -128,10 +128,36 @@ TEST_CASE("plugin env: duplicates keep the first position and the last value, ju
   PluginCall call;
   call.command = "DEL";
   call.cni_path = "/p";
-  std::vector<std::string> base = {"A=1", "B=2", "A=3", "noequals", "=novalue", "C=x=y", "EMPTY="};
-  CHECK(plugin_environment(base, call) == std::vector<std::string>{"A=3", "B=2", "C=x=y",
-                                                                   "EMPTY=", "CNI_COMMAND=DEL",
+  std::vector<std::string> base = {"PATH=1", "TZ=2",   "PATH=3", "noequals",
+                                   "=novalue", "LANG=x=y", "LC_ALL="};
+  CHECK(plugin_environment(base, call) == std::vector<std::string>{"PATH=3", "TZ=2", "LANG=x=y",
+                                                                   "LC_ALL=", "CNI_COMMAND=DEL",
                                                                    "CNI_PATH=/p"});
+}
+
+TEST_CASE("plugin env: only the allow-list of the runtime's variables reaches a delegate",
+          "[exec]") {
+  for (const char* name : {"PATH", "LD_LIBRARY_PATH", "TMPDIR", "XTABLES_LOCKFILE", "TZ", "LANG",
+                           "LANGUAGE", "LC_ALL", "LC_MESSAGES"}) {
+    CAPTURE(name);
+    CHECK(manifold::exec::passes_to_delegate(name));
+  }
+  for (const char* name : {"KUBECONFIG", "KUBERNETES_SERVICE_HOST", "HOME", "LD_PRELOAD",
+                           "LD_AUDIT", "HTTPS_PROXY", "https_proxy", "ASAN_OPTIONS",
+                           "MY_TOKEN", "LC_", "LC", "path", "PATH2", "XPATH", "CNI_COMMAND", ""}) {
+    CAPTURE(name);
+    CHECK_FALSE(manifold::exec::passes_to_delegate(name));
+  }
+  PluginCall call = add_call();
+  std::vector<std::string> base = {"KUBECONFIG=/etc/kubernetes/admin.conf", "PATH=/usr/bin",
+                                   "LD_PRELOAD=/tmp/evil.so", "SECRET_TOKEN=s3cr3t",
+                                   "LC_ALL=C.UTF-8", "HOME=/root"};
+  std::vector<std::string> env = plugin_environment(base, call);
+  CHECK(env == std::vector<std::string>{"PATH=/usr/bin", "LC_ALL=C.UTF-8", "CNI_COMMAND=ADD",
+                                        "CNI_CONTAINERID=abc123", "CNI_NETNS=/var/run/netns/x",
+                                        "CNI_IFNAME=net1",
+                                        "CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAME=p",
+                                        "CNI_PATH=/opt/cni/bin"});
 }
 
 TEST_CASE("invoker: success returns stdout and sends the right request", "[exec]") {

@@ -249,6 +249,46 @@ TEST_CASE("kube attachments: isolation is checked before any NAD is read", "[plu
   CHECK(f.transport.requests().empty());
 }
 
+TEST_CASE("kube attachments: isolation binds the default-network annotation too", "[plugin]") {
+  Fixture f(R"({"namespaceIsolation":true})");
+  k8s::DeviceAllocator devices;
+  for (const char* value : {"team-b/secret", R"([{"name":"secret","namespace":"team-b"}])"}) {
+    CAPTURE(value);
+    Json pod = pod_with({{"v1.multus-cni.io/default-network", value}});
+    plugin::KubeAccess kube(f.services, f.config);
+    try {
+      plugin::resolve_pod_attachments(f.config, f.inv, kube, pod, devices);
+      FAIL("no error");
+    } catch (const CniError& e) {
+      CHECK(e.code() == 7u);
+      CHECK_THAT(e.msg(), Catch::Contains("namespace isolation") && Catch::Contains("team-b"));
+    }
+    CHECK(f.transport.requests().empty());
+  }
+  // The pod's own namespace, a global one and the multusNamespace stay allowed.
+  for (const char* value : {"own", "default/own", "kube-system/own"}) {
+    CAPTURE(value);
+    Fixture ok(R"({"namespaceIsolation":true})");
+    std::string ns = std::string(value).find('/') == std::string::npos ? "kube-system"
+                                                                        : std::string(value).substr(0, std::string(value).find('/'));
+    ok.transport.push_response(200, nad(ns, "own", kMacvlan));
+    Json pod = pod_with({{"v1.multus-cni.io/default-network", value}});
+    plugin::KubeAccess kube(ok.services, ok.config);
+    auto out = plugin::resolve_pod_attachments(ok.config, ok.inv, kube, pod, devices);
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].name == ns + "/own");
+    CHECK(out[0].cluster_network);
+  }
+  // Without isolation any namespace may be named (as in Multus).
+  Fixture open;
+  open.transport.push_response(200, nad("team-b", "secret", kMacvlan));
+  Json pod = pod_with({{"v1.multus-cni.io/default-network", "team-b/secret"}});
+  plugin::KubeAccess kube(open.services, open.config);
+  auto out = plugin::resolve_pod_attachments(open.config, open.inv, kube, pod, devices);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].name == "team-b/secret");
+}
+
 TEST_CASE("kube attachments: best effort skips unresolvable networks and keeps the others' names", "[plugin]") {
   const std::string not_found = R"({"kind":"Status","reason":"NotFound","code":404})";
   auto script = [&](Fixture& f) {
