@@ -62,7 +62,8 @@ Session open_session(const Services& s, const cni::Invocation& inv) {
   session.search_dirs = dirs;
   session.cache = s.open_cache(session.config.cni_dir);
   session.invoker = std::make_unique<exec::PluginInvoker>(
-      *s.runner, dirs, std::chrono::seconds(session.config.delegate_timeout_s), s.environment);
+      *s.runner, dirs, std::chrono::seconds(session.config.delegate_timeout_s), s.environment,
+      session.config.delegate_env);
   session.runner = std::make_unique<exec::DelegateRunner>(*session.invoker);
   return session;
 }

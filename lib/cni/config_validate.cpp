@@ -7,6 +7,7 @@
 #include <cctype>
 
 #include "cni/version.h"
+#include "util/env.h"
 #include "util/log.h"
 
 namespace manifold::cni {
@@ -51,6 +52,7 @@ const std::vector<KeySpec>& meta_keys() {
       {"runtimeConfig", Kind::Object},
       {"returnAllResults", Kind::Bool},
       {"delegateTimeout", Kind::Int, 1, 3600},
+      {"delegateEnv", Kind::Special},
       {"sourceRouting", Kind::Special},
       {"mesh", Kind::Special},
       {"prevResult", Kind::Object},
@@ -291,6 +293,14 @@ void validate_meta_config(const Json& config, const std::string& path, Problems&
       if (!v.is_string()) add(out, p, "must be a string");
       else if (!util::parse_log_level(v.get_ref<const std::string&>(), level))
         add(out, p, "must be one of panic, error, verbose, debug");
+    } else if (key == "delegateEnv") {
+      if (!v.is_array()) {
+        add(out, p, "must be a list of variable names");
+        continue;
+      }
+      for (size_t i = 0; i < v.size(); ++i)
+        if (!v[i].is_string() || !util::is_env_name_pattern(v[i].get<std::string>()))
+          add(out, json_path_index(p, i), "must be a variable name (letters, digits, _) or a prefix ending in *");
     } else if (key == "logOptions") {
       check_log_options(v, p, out);
     } else if (key == "capabilities") {

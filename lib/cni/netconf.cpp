@@ -3,6 +3,7 @@
 #include "cni/netconf.h"
 
 #include "cni/error.h"
+#include "util/env.h"
 
 namespace manifold::cni {
 
@@ -140,6 +141,11 @@ MetaConfig parse_meta_config(const Json& c) {
   read_object(c, "runtimeConfig", m.runtime_config);
   read_bool(c, "returnAllResults", m.return_all_results);
   read_int(c, "delegateTimeout", 1, 3600, m.delegate_timeout_s);
+  read_string_list(c, "delegateEnv", m.delegate_env);
+  for (size_t i = 0; i < m.delegate_env.size(); ++i)
+    if (!util::is_env_name_pattern(m.delegate_env[i]))
+      throw_invalid_config("invalid config: delegateEnv[" + std::to_string(i) +
+                           "] must be a variable name (letters, digits, _) or a prefix ending in *");
   if (auto it = c.find("apiTimeouts"); it != c.end() && !it->is_null()) {
     if (!it->is_object()) wrong_type("apiTimeouts", "an object");
     read_int(*it, "apiTimeouts.request", it->value("request", Json()), 10, 600000, m.api_request_timeout_ms);

@@ -50,6 +50,9 @@ struct MetaConfig {
   Json runtime_config = Json::object();     ///< runtimeConfig (from the runtime)
   bool return_all_results = false;          ///< returnAllResults (ours)
   int delegate_timeout_s = 60;              ///< delegateTimeout (ours): seconds per delegate call
+  /// delegateEnv (ours): extra variables of the runtime's environment passed on to delegates
+  /// (names, or prefixes ending in `*`), besides the built-in allow-list.
+  std::vector<std::string> delegate_env;
   int api_request_timeout_ms = 3000;        ///< apiTimeouts.request (ours): bound of one API request
   int api_call_deadline_ms = 10000;         ///< apiTimeouts.call (ours): bound of one call with retries
   int api_lookup_deadline_ms = 30000;       ///< apiTimeouts.total (ours): bound of all calls of one verb

@@ -10,6 +10,7 @@
 
 #include "cni/error.h"
 #include "exec/plugin_finder.h"
+#include "util/env.h"
 #include "util/json.h"
 #include "util/log.h"
 
@@ -117,17 +118,19 @@ void check_no_nul(const std::string& type, const std::vector<std::string>& env) 
 }  // namespace
 
 PluginInvoker::PluginInvoker(ProcessRunner& runner, std::vector<std::string> search_dirs,
-                             std::chrono::milliseconds timeout, std::vector<std::string> base_env)
+                             std::chrono::milliseconds timeout, std::vector<std::string> base_env,
+                             std::vector<std::string> extra_env)
     : runner_(runner),
       search_dirs_(std::move(search_dirs)),
       timeout_(timeout),
-      base_env_(std::move(base_env)) {}
+      base_env_(std::move(base_env)),
+      extra_env_(std::move(extra_env)) {}
 
 std::string PluginInvoker::invoke(const std::string& type, const PluginCall& call) {
   ProcessRequest request;
   request.path = find_plugin(type, search_dirs_);
   request.argv = {request.path};
-  request.env = plugin_environment(base_env_, call);
+  request.env = plugin_environment(base_env_, call, extra_env_);
   check_no_nul(type, request.env);
   request.stdin_data = call.config;
   request.timeout = timeout_;
@@ -163,17 +166,20 @@ std::string PluginInvoker::invoke(const std::string& type, const PluginCall& cal
   throw cni::CniError(cni::ErrorCode::DelegateFailed, std::move(msg));
 }
 
-bool passes_to_delegate(std::string_view name) {
+bool passes_to_delegate(std::string_view name, const std::vector<std::string>& extra) {
   static constexpr std::string_view kAllowed[] = {"PATH",     "LD_LIBRARY_PATH", "TMPDIR",
                                                   "XTABLES_LOCKFILE", "TZ",   "LANG",
                                                   "LANGUAGE"};
   for (std::string_view allowed : kAllowed)
     if (name == allowed) return true;
-  return name.size() > 3 && name.substr(0, 3) == "LC_";
+  if (name.size() > 3 && name.substr(0, 3) == "LC_") return true;
+  for (const std::string& pattern : extra)
+    if (util::env_name_matches(pattern, std::string(name))) return true;
+  return false;
 }
 
 std::vector<std::string> plugin_environment(const std::vector<std::string>& base_env,
-                                            const PluginCall& call) {
+                                            const PluginCall& call, const std::vector<std::string>& extra) {
   std::vector<std::string> out;
   std::unordered_map<std::string, size_t> position;
   auto put = [&](std::string name, std::string entry) {
@@ -188,7 +194,7 @@ std::vector<std::string> plugin_environment(const std::vector<std::string>& base
     size_t eq = entry.find('=');
     if (eq == std::string::npos || eq == 0) continue;
     std::string name = entry.substr(0, eq);
-    if (!passes_to_delegate(name)) continue;
+    if (!passes_to_delegate(name, extra)) continue;
     put(std::move(name), entry);
   }
   auto set = [&](const char* name, const std::string& value, bool always) {

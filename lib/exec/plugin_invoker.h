@@ -37,8 +37,11 @@ class PluginInvoker {
   /// `runner` must outlive the invoker; `search_dirs` are searched in order (binDir, then
   /// CNI_PATH); `timeout` bounds every call; `base_env` is the environment the delegate inherits
   /// (CNI_* entries in it are replaced by the call's).
+  /// `extra_env` names further variables (or prefixes ending in `*`) of base_env that delegates
+  /// may see besides the built-in allow-list (the config's delegateEnv).
   PluginInvoker(ProcessRunner& runner, std::vector<std::string> search_dirs,
-                std::chrono::milliseconds timeout, std::vector<std::string> base_env);
+                std::chrono::milliseconds timeout, std::vector<std::string> base_env,
+                std::vector<std::string> extra_env = {});
 
   /// Finds and runs `type`. Returns stdout on exit 0 (possibly empty, which is fine for DEL, CHECK,
   /// GC and STATUS; validating an ADD result is the caller's job). On a non-zero exit: when stdout
@@ -54,20 +57,23 @@ class PluginInvoker {
   std::vector<std::string> search_dirs_;
   std::chrono::milliseconds timeout_;
   std::vector<std::string> base_env_;
+  std::vector<std::string> extra_env_;
 };
 
 /// Whether a variable of the runtime's environment is passed on to delegates: only what a plugin
 /// needs to be loaded and to run its tools (PATH, LD_LIBRARY_PATH, TMPDIR, XTABLES_LOCKFILE) and to
 /// format text (TZ, LANG, LANGUAGE, LC_*). Everything else the runtime has (credentials such as
 /// KUBECONFIG or tokens, proxy URLs, LD_PRELOAD, sanitizer options, ...) is withheld; CNI_*
-/// variables are always set per call.
-bool passes_to_delegate(std::string_view name);
+/// variables are always set per call. `extra` adds names or prefixes ending in `*` (delegateEnv).
+bool passes_to_delegate(std::string_view name, const std::vector<std::string>& extra = {});
 
-/// Builds the child environment: the entries of base_env whose name passes_to_delegate, then
+/// Builds the child environment: the entries of base_env whose name passes_to_delegate (with
+/// `extra`), then
 /// CNI_COMMAND, CNI_CONTAINERID, CNI_NETNS, CNI_IFNAME, CNI_ARGS, CNI_PATH set from the call
 /// (CNI_COMMAND and CNI_PATH always, the others only when non-empty). Entries without '=' or with
 /// an empty name are dropped; a duplicated name keeps its first position and its last value.
 std::vector<std::string> plugin_environment(const std::vector<std::string>& base_env,
-                                            const PluginCall& call);
+                                            const PluginCall& call,
+                                            const std::vector<std::string>& extra = {});
 
 }  // namespace manifold::exec

@@ -9,6 +9,13 @@
 
 namespace manifold::util {
 
+/// Whether `pattern` names environment variables: a name of letters, digits and underscores not
+/// starting with a digit, optionally ending in `*` to stand for every name with that prefix.
+bool is_env_name_pattern(const std::string& pattern);
+
+/// Whether variable `name` matches `pattern` (an exact name, or a prefix followed by `*`).
+bool env_name_matches(const std::string& pattern, const std::string& name);
+
 /// Read-only access to environment variables.
 class EnvSource {
  public:

@@ -43,7 +43,7 @@ TEST_CASE("every problem of a broken meta config is reported with its path", "[c
     "cniVersion": "9.9.9", "type": "manifold", "logLevel": "loud", "logToStderr": "yes",
     "logOptions": {"maxSize": -1, "compress": 1, "rotate": true},
     "readinessTimeout": 99999, "defaultNetworks": ["a", 3], "cniDir": "",
-    "capabilities": {"portMappings": "true"}, "mesh": [],
+    "capabilities": {"portMappings": "true"}, "mesh": [], "delegateEnv": ["NO_PROXY", "A-B", 3],
     "delegates": [
       {"name": "ok", "type": "bridge"},
       {"name": "bad", "type": ""},
@@ -73,7 +73,9 @@ TEST_CASE("every problem of a broken meta config is reported with its path", "[c
   CHECK(contains(errors, "$.delegates[4]: has neither \"type\" (a conf) nor \"plugins\" (a conflist)"));
   CHECK(contains(errors, "$.delegates[5]: must be an object (a network config)"));
   CHECK(contains(errors, "$.delegates[6].plugins: must be a non-empty list of plugin objects"));
-  CHECK(errors.size() == 18);
+  CHECK(contains(errors, "$.delegateEnv[1]: must be a variable name (letters, digits, _) or a prefix ending in *"));
+  CHECK(contains(errors, "$.delegateEnv[2]: must be a variable name (letters, digits, _) or a prefix ending in *"));
+  CHECK(errors.size() == 20);
   // The unknown logOptions key is only a warning.
   CHECK(std::any_of(problems.begin(), problems.end(),
                     [](const Problem& p) { return p.warning && p.path == "$.logOptions.rotate"; }));

@@ -102,6 +102,10 @@ TEST_CASE("wrong types are error 7 naming the key", "[cni]") {
   CHECK_THAT(error_msg("{" + d + R"(,"delegateTimeout":"5"})"), Catch::Contains("\"delegateTimeout\""));
   CHECK_THAT(error_msg("{" + d + R"(,"logOptions":{"maxSize":"big"}})"), Catch::Contains("logOptions.maxSize"));
   CHECK_THAT(error_msg("{" + d + R"(,"mesh":"on"})"), Catch::Contains("\"mesh\""));
+  CHECK_THAT(error_msg("{" + d + R"(,"delegateEnv":"HTTPS_PROXY"})"), Catch::Contains("\"delegateEnv\""));
+  CHECK_THAT(error_msg("{" + d + R"(,"delegateEnv":["OK","BAD NAME"]})"), Catch::Contains("delegateEnv[1]"));
+  CHECK_THAT(error_msg("{" + d + R"(,"delegateEnv":["*"]})"), Catch::Contains("delegateEnv[0]"));
+  CHECK_THAT(error_msg("{" + d + R"(,"delegateEnv":["1X"]})"), Catch::Contains("delegateEnv[0]"));
   CHECK_THAT(error_msg(R"({"delegates":{"type":"bridge"}})"), Catch::Contains("\"delegates\""));
 }
 
@@ -121,4 +125,10 @@ TEST_CASE("conflist detection and names", "[cni]") {
   CHECK_FALSE(is_conflist(Json::parse(R"({"type":"a"})")));
   CHECK(delegate_name(Json::parse(R"({"name":"n"})")) == "n");
   CHECK(delegate_name(Json::parse(R"({"name":5})")) == "");
+}
+
+TEST_CASE("delegateEnv lists extra variables for delegates", "[cni]") {
+  auto m = parse_meta_config(Json::parse(R"({"delegates":[{"type":"bridge"}],"delegateEnv":["HTTPS_PROXY","NO_PROXY","MY_*"]})"));
+  CHECK(m.delegate_env == std::vector<std::string>{"HTTPS_PROXY", "NO_PROXY", "MY_*"});
+  CHECK(parse_meta_config(Json::parse(R"({"delegates":[{"type":"bridge"}]})")).delegate_env.empty());
 }

@@ -160,6 +160,23 @@ TEST_CASE("plugin env: only the allow-list of the runtime's variables reaches a 
                                         "CNI_PATH=/opt/cni/bin"});
 }
 
+TEST_CASE("plugin env: delegateEnv names and prefixes widen the allow-list", "[exec]") {
+  const std::vector<std::string> extra = {"HTTPS_PROXY", "CORP_*"};
+  CHECK(manifold::exec::passes_to_delegate("HTTPS_PROXY", extra));
+  CHECK(manifold::exec::passes_to_delegate("CORP_", extra));
+  CHECK(manifold::exec::passes_to_delegate("CORP_REGION", extra));
+  CHECK_FALSE(manifold::exec::passes_to_delegate("HTTPS_PROXY2", extra));
+  CHECK_FALSE(manifold::exec::passes_to_delegate("CORP", extra));
+  CHECK_FALSE(manifold::exec::passes_to_delegate("KUBECONFIG", extra));
+  std::vector<std::string> base = {"HTTPS_PROXY=http://proxy:3128", "CORP_REGION=eu", "KUBECONFIG=/k",
+                                   "PATH=/usr/bin"};
+  std::vector<std::string> env = plugin_environment(base, add_call(), extra);
+  CHECK(env == std::vector<std::string>{"HTTPS_PROXY=http://proxy:3128", "CORP_REGION=eu", "PATH=/usr/bin",
+                                        "CNI_COMMAND=ADD", "CNI_CONTAINERID=abc123",
+                                        "CNI_NETNS=/var/run/netns/x", "CNI_IFNAME=net1",
+                                        "CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAME=p", "CNI_PATH=/opt/cni/bin"});
+}
+
 TEST_CASE("invoker: success returns stdout and sends the right request", "[exec]") {
   Fixture f;
   f.runner.push_result(exited(0, R"({"cniVersion":"1.0.0"})"));

@@ -25,3 +25,22 @@ TEST_CASE("ProcessEnv reads the process environment", "[util]") {
   ::unsetenv("MANIFOLD_ENV_TEST_VAR");
   CHECK_FALSE(env.get("MANIFOLD_ENV_TEST_VAR"));
 }
+
+TEST_CASE("environment name patterns: names and prefixes ending in *", "[util]") {
+  using manifold::util::env_name_matches;
+  using manifold::util::is_env_name_pattern;
+  for (const char* ok : {"PATH", "HTTPS_PROXY", "no_proxy", "_X", "CORP_*", "A1"}) {
+    CAPTURE(ok);
+    CHECK(is_env_name_pattern(ok));
+  }
+  for (const char* bad : {"", "*", "1A", "A-B", "A B", "A=B", "A*B", "**", "A**"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(is_env_name_pattern(bad));
+  }
+  CHECK_FALSE(is_env_name_pattern(std::string(257, 'A')));
+  CHECK(env_name_matches("CORP_*", "CORP_X"));
+  CHECK(env_name_matches("CORP_*", "CORP_"));
+  CHECK_FALSE(env_name_matches("CORP_*", "CORP"));
+  CHECK(env_name_matches("PATH", "PATH"));
+  CHECK_FALSE(env_name_matches("PATH", "PATH2"));
+}
