@@ -14,8 +14,10 @@ iteration (the two alternate, so load changes on a shared machine hit both alike
              (driver -> manifold -> bridge vs driver -> bridge) and by direct exec
   k8s-1/4/16 ADD, CHECK, DEL with Kubernetes lookups (GET pod, GET NADs, PUT status, events)
              against the API server double for 1, 4 and 16 additional macvlan networks, vs the
-             sum of the delegates executed directly; the API round trips are measured by
-             replaying manifold's exact requests over one fresh TLS connection
+             sum of the delegates executed directly; the API floor is apireplay (apireplay.c,
+             static like the release binary) sending manifold's exact requests from a fresh
+             process over one TLS connection, timed like manifold (own = overhead - that floor);
+             the same requests replayed by this warm Python process are reported beside it
   scoped     1 bridge network with "sourceRouting" and "mesh" enabled vs the same without
   cache      1 bridge network with 0 vs 200 other containers cached in cniDir
   error      an ADD failing on a missing delegate: the error path and its first C++ exception
@@ -521,6 +523,13 @@ class Kube:
         timed by benchexec from fork to reaping like manifold; returns the wall time in ms. The pod
         is put back as it was before, so manifold's next ADD finds the same pod as without it."""
         pod = self.api.get_pod(POD_NS, POD_NAME)
+        ms = world.exec(self.apireplay_argv(world, entries), base_env(), what="apireplay (API floor)")["ms"]
+        self.api.add_pod(POD_NS, POD_NAME, raw=pod)
+        return ms
+
+    def apireplay_argv(self, world, entries):
+        """Writes apireplay's request file for entries; returns its command line (the kubeconfig's
+        server, CA file and token file: what manifold used)."""
         path = os.path.join(world.work, "api-requests")
         with open(path, "wb") as f:
             for method, target, body, headers in self.prepare(entries):
@@ -530,11 +539,8 @@ class Kube:
                     if k != "authorization":  # apireplay sends the token of the token file
                         f.write(("%s: %s\n" % (k, v)).encode())
                 f.write(b"\n" + data)
-        argv = [world.apireplay, "--server", self.api.url, "--ca", self.api.ca_file,
+        return [world.apireplay, "--server", self.api.url, "--ca", self.api.ca_file,
                 "--token-file", self.token_file, path]
-        ms = world.exec(argv, base_env(), what="apireplay (API floor)")["ms"]
-        self.api.add_pod(POD_NS, POD_NAME, raw=pod)
-        return ms
 
 
 def scenario_k8s(world, args, kube, k):
