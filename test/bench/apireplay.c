@@ -118,6 +118,7 @@ static struct request *parse_requests(char *text, size_t len, size_t *count) {
     for (const char *c = target; *c; ++c)
       if ((unsigned char)*c <= 0x20 || (unsigned char)*c >= 0x7f) die("request %zu: bad target", n + 1);
     r->target = strdup(target);
+    if (!r->target) die("out of memory");
     size_t hcap = 256, hlen = 0;
     r->headers = xmalloc(hcap);
     for (;;) {
@@ -445,5 +446,12 @@ int main(int argc, char **argv) {
   }
   conn_close(&c);
   SSL_CTX_free(ctx);
+  for (size_t i = 0; i < count; ++i) {
+    free(requests[i].target);
+    free(requests[i].headers);
+  }
+  free(requests);
+  free(text);
+  free(authorization);
   return 0;
 }

@@ -314,7 +314,7 @@ VERBS = ("ADD", "CHECK", "DEL")
 
 def new_row(scenario, verb, note=""):
     return {"scenario": scenario, "verb": verb, "note": note, "total": [], "floor": [], "api": [],
-            "api_fresh": [], "rss_kb": [], "anon_kb": [], "cpu": [], "minflt": [], "requests": []}
+            "api_fresh": [], "api_fresh_cpu": [], "rss_kb": [], "anon_kb": [], "cpu": [], "minflt": [], "requests": []}
 
 
 def record_traced(row, m):
@@ -516,16 +516,17 @@ class Kube:
             conn.close()
         return (time.perf_counter() - start) * 1000.0
 
-    def fresh_replay(self, world, entries):
+    def fresh_replay(self, world, entries, traced=False):
         """The fresh-process API floor: apireplay (apireplay.c, static like the release manifold)
         sends manifold's requests over one TLS connection it sets up from scratch — OpenSSL
         initialisation, SSL_CTX, the CA file, the token file, handshake with verification —
         timed by benchexec from fork to reaping like manifold; returns the wall time in ms. The pod
-        is put back as it was before, so manifold's next ADD finds the same pod as without it."""
+        is put back as it was before, so manifold's next ADD finds the same pod as without it.
+        traced: returns benchexec's measurement (with apireplay's on-CPU time) instead."""
         pod = self.api.get_pod(POD_NS, POD_NAME)
-        ms = world.exec(self.apireplay_argv(world, entries), base_env(), what="apireplay (API floor)")["ms"]
+        m = world.exec(self.apireplay_argv(world, entries), base_env(), traced=traced, what="apireplay (API floor)")
         self.api.add_pod(POD_NS, POD_NAME, raw=pod)
-        return ms
+        return m if traced else m["ms"]
 
     def apireplay_argv(self, world, entries):
         """Writes apireplay's request file for entries; returns its command line (the kubeconfig's
@@ -581,6 +582,10 @@ def scenario_k8s(world, args, kube, k):
     paired_iterations(args, m, f)
     for _ in range(args.traced_runs):
         manifold_cycle(world, conf, rows, args=cni_args, traced=True)
+        kube.take_requests()
+        cpu_us = kube.fresh_replay(world, last_add[0], traced=True)["cpu_us"]
+        if cpu_us >= 0:
+            rows["ADD"]["api_fresh_cpu"].append(cpu_us / 1000.0)
         kube.take_requests()
     return list(rows.values())
 
@@ -699,6 +704,8 @@ def finish_row(row):
         out["api_fresh_ms"] = summary(row["api_fresh"])
         own = [t - f - a for t, f, a in zip(row["total"], row["floor"], row["api_fresh"])]
         out["own_ms"] = summary(own)
+    if row["api_fresh_cpu"]:
+        out["api_fresh_cpu_ms"] = summary(row["api_fresh_cpu"])
     if row["rss_kb"]:
         out["rss_peak_bytes"] = max(row["rss_kb"]) * 1024
     if row["cpu"]:
@@ -836,6 +843,20 @@ def print_budgets(lines):
         print("  %-4s  %s: %s (limit %s)" % (b["verdict"], b["budget"], val, lim))
 
 
+def print_api_cpu(rows):
+    """On-CPU time of manifold's Kubernetes ADDs next to the fresh-process API floor's (traced runs:
+    less sensitive to load than wall times)."""
+    lines = []
+    for k in K8S_SIZES:
+        r = find_row(rows, "k8s-%d" % k, "ADD")
+        if r and r.get("cpu_ms") and r.get("api_fresh_cpu_ms"):
+            m, a = r["cpu_ms"]["median"], r["api_fresh_cpu_ms"]["median"]
+            lines.append("  %d NAD(s): manifold %.2f ms, apireplay %.2f ms, difference %.2f ms" % (k, m, a, m - a))
+    if lines:
+        print("\non-CPU time per Kubernetes ADD (median of the traced runs, kernel included)")
+        print("\n".join(lines))
+
+
 def print_scaling(s):
     print("\nscaling")
     if "attachments" in s:
@@ -952,6 +973,7 @@ def main(argv):
     for n in notes:
         print("note: " + n)
     lines = budgets(rows, binary_size, args)
+    print_api_cpu(rows)
     print_budgets(lines)
     scale = scaling(rows)
     print_scaling(scale)
