@@ -6,7 +6,9 @@
 // (/etc/resolv.conf), whatever nsswitch.conf says (see pin_host_resolution). OpenSSL objects are
 // owned by asio::ssl::context and beast::ssl_stream (RAII) and are created only when the first
 // request is sent; OpenSSL itself is initialised then too, without the node's openssl.cnf (see
-// init_openssl).
+// init_openssl). A request is serialised into one buffer by serialize_request (the bytes Beast's
+// request serializer would write, for a quarter of its instructions) and written in one write;
+// answers are parsed by Beast's response parser.
 #include "k8s/beast_transport.h"
 
 #include <nss.h>
@@ -18,12 +20,15 @@
 #include <sys/socket.h>
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <algorithm>
+#include <cctype>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -103,6 +108,37 @@ void init_openssl() {
   static std::once_flag once;
   std::call_once(once, [] { OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_ATEXIT, nullptr); });
 }
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+}  // namespace
+
+std::string serialize_request(const HttpRequest& request, std::string_view authority) {
+  // Content-Length as Beast's prepare_payload() sets it: for a body, and for the methods that
+  // carry one even when it is empty; it then replaces any Content-Length the caller gave.
+  const bool with_length = !request.body.empty() || request.method == "POST" || request.method == "PUT" ||
+                           request.method == "OPTIONS";
+  const std::string length = std::to_string(request.body.size());
+  std::size_t size = request.method.size() + request.target.size() + authority.size() + request.body.size() + 64;
+  for (const auto& [name, value] : request.headers) size += name.size() + value.size() + 4;
+  std::string wire;
+  wire.reserve(size);
+  wire.append(request.method).append(" ").append(request.target).append(" HTTP/1.1\r\nHost: ");
+  wire.append(authority).append("\r\n");
+  for (const auto& [name, value] : request.headers) {
+    if (with_length && iequals(name, "Content-Length")) continue;
+    wire.append(name).append(": ").append(value).append("\r\n");
+  }
+  if (with_length) wire.append("Content-Length: ").append(length).append("\r\n");
+  wire.append("\r\n").append(request.body);
+  return wire;
+}
+
+namespace {
 
 /// Result slot of one asynchronous resolution running on a helper thread.
 struct ResolveState {
@@ -297,25 +333,13 @@ struct BeastTransport::Impl {
   /// fails before any byte of the answer arrived, throws StaleConnection instead of TransportError.
   HttpResponse exchange(const HttpRequest& request, SteadyTime deadline, std::chrono::milliseconds timeout,
                         bool reused) {
-    http::request<http::string_body> req;
-    http::verb verb = http::string_to_verb(request.method);
-    if (verb == http::verb::unknown) {
-      req.method_string(request.method);
-    } else {
-      req.method(verb);
-    }
-    req.target(request.target);
-    req.version(11);
-    req.set(http::field::host, url.authority());
-    for (const auto& [name, value] : request.headers) req.insert(name, value);
-    req.body() = request.body;
-    req.prepare_payload();
+    const std::string wire = serialize_request(request, url.authority());
 
     auto& tcp_layer = beast::get_lowest_layer(*stream);
     tcp_layer.expires_at(deadline);
     bool done = false;
     beast::error_code ec;
-    http::async_write(*stream, req, [&](const beast::error_code& e, std::size_t) {
+    asio::async_write(*stream, asio::buffer(wire), [&](const beast::error_code& e, std::size_t) {
       ec = e;
       done = true;
     });

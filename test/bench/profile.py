@@ -10,8 +10,11 @@ link line of `ninja -C build/debug/static -t commands manifold` without `-s`). E
 unmeasured, then once under `valgrind --tool=callgrind` in the same node and pod namespaces as the
 benchmark (bench.py's World and API server double): VERSION; ADD, CHECK, DEL with one bridge
 delegate and no Kubernetes; ADD, CHECK, DEL with the pod and k macvlan NADs looked up in the API
-server double. Prints manifold's own instructions (Ir, delegates are not traced) per verb and, with
---top, the functions with the most inclusive instructions. Needs root and valgrind.
+server double, then apireplay (the benchmark's fresh-process API floor, apireplay.c) sending that
+ADD's requests. Prints manifold's own instructions (Ir, delegates are not traced) per verb, the
+floor's as "k8s-N apireplay" and, with --top, the functions with the most inclusive instructions.
+apireplay is $APIREPLAY (build/*/test/bench/apireplay, with symbols) or built on the fly. Needs
+root and valgrind.
 """
 import argparse
 import contextlib
@@ -60,15 +63,15 @@ class Profiler:
         self.top = top
         self.rows = []
 
-    def run(self, label, command, conf=None, args=None):
+    def run(self, label, command, conf=None, args=None, argv=None):
         env = bench.cni_env(command, self.world.pod.path, args=args)
         stdin = json.dumps(conf) if conf is not None else '{"cniVersion":"1.0.0"}'
-        if command == "VERSION":
+        if command == "VERSION" or argv:
             env = bench.base_env()
-            env["CNI_COMMAND"] = "VERSION"
+            env["CNI_COMMAND"] = command
         out = os.path.join(self.out_dir, label.replace(" ", "-") + ".out")
-        proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out,
-                               self.world.manifold], input=stdin.encode(), env=env,
+        proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out] +
+                              (argv or [self.world.manifold]), input=stdin.encode(), env=env,
                               capture_output=True, timeout=600)
         if proc.returncode != 0:
             raise bench.BenchError("%s under callgrind failed:\n%s\n%s" % (
@@ -79,13 +82,22 @@ class Profiler:
         self.rows.append(row)
         return row
 
-    def cycle(self, name, conf, args=None):
+    def cycle(self, name, conf, args=None, kube=None):
         # Unmeasured first: page cache, bridge creation, host-local's first reservation.
         for verb in bench.VERBS:
             self.world.run_manifold(verb, conf, args=args)
+        add_requests = None
+        if kube:
+            kube.take_requests()
         for verb in bench.VERBS:
             self.run("%s %s" % (name, verb), verb, conf, args)
+            if kube and verb == "ADD":
+                add_requests = kube.take_requests()
         self.world.assert_pod_clean("manifold DEL")
+        if kube:
+            # The fresh-process API floor of the same ADD: apireplay sending manifold's requests.
+            self.run("%s apireplay" % name, "apireplay", argv=kube.apireplay_argv(self.world, add_requests))
+            kube.take_requests()
 
 
 def main(argv):
@@ -125,7 +137,7 @@ def main(argv):
             kube.set_networks(world, k)
             conf = world.manifold_conf(world.mkdir("cache-" + name), [world.bridge_conf()],
                                        kubeconfig=kube.kubeconfig)
-            prof.cycle(name, conf, bench.Kube.cni_args())
+            prof.cycle(name, conf, bench.Kube.cni_args(), kube)
         print("%-20s %15s" % ("verb", "instructions"))
         for row in prof.rows:
             print("%-20s %15s" % (row["label"], "{:,}".format(row["instructions"])))

@@ -112,6 +112,20 @@ TEST_CASE("BeastTransport sends the request body with its length", "[k8s]") {
   CHECK(requests[0].header("Content-Length") == "14");
 }
 
+TEST_CASE("serialize_request writes the request line, Host, the headers in order and the length", "[k8s]") {
+  HttpRequest put{"PUT", "/api/v1/namespaces/default/pods/a/status",
+                  {{"Authorization", "Bearer t"}, {"Accept", "application/json"}}, R"({"kind":"Pod"})"};
+  CHECK(serialize_request(put, "10.0.0.1:6443") ==
+        "PUT /api/v1/namespaces/default/pods/a/status HTTP/1.1\r\nHost: 10.0.0.1:6443\r\n"
+        "Authorization: Bearer t\r\nAccept: application/json\r\nContent-Length: 14\r\n\r\n{\"kind\":\"Pod\"}");
+  HttpRequest get{"GET", "/api/v1/namespaces/default/pods/a", {{"X-Probe", "1"}}, ""};
+  CHECK(serialize_request(get, "[::1]:443") ==
+        "GET /api/v1/namespaces/default/pods/a HTTP/1.1\r\nHost: [::1]:443\r\nX-Probe: 1\r\n\r\n");
+  // POST and PUT carry a length even when empty; a caller's Content-Length is replaced, not doubled.
+  HttpRequest post{"POST", "/e", {{"content-length", "99"}}, ""};
+  CHECK(serialize_request(post, "h:1") == "POST /e HTTP/1.1\r\nHost: h:1\r\nContent-Length: 0\r\n\r\n");
+}
+
 TEST_CASE("BeastTransport reconnects once when the server closed the kept connection", "[k8s]") {
   TlsTestServer server(ServerOptions{pki().server, {}, ServerMode::CloseAfterResponse, false});
   BeastTransport transport(auth_for("127.0.0.1", server.port()));
