@@ -162,6 +162,26 @@ class CoreSecurityTest(ManifoldTestCase):
             self.assertEqual(env["CNI_CONTAINERID"], "ctr-sec-env")
         self.assertNothingLeft()
 
+    def test_delegate_env_widens_the_allow_list_by_name_and_prefix(self):
+        env_file = self.tree.path("env.jsonl")
+        write_executable(os.path.join(self.tree.bin_dir, "mf-envdump"), ENV_DUMP)
+        chain = {"cniVersion": "1.0.0", "name": "dumped",
+                 "plugins": [self.fake_conf("fake-record"), {"type": "mf-envdump", "envFile": env_file}]}
+        self.write_manifold("1.0.0", [chain], delegateEnv=["NO_PROXY", "CORP_*"])
+        runtime = {"NO_PROXY": "10.0.0.0/8", "CORP_REGION": "eu-1", "CORP_ZONE": "b",
+                   "KUBECONFIG": "/etc/kubernetes/admin.conf", "CORPX": "withheld"}
+        self.assertOk(self.driver("add", self.pod.path, container_id="ctr-sec-env2", extra_env=runtime))
+        self.assertOk(self.driver("del", self.pod.path, container_id="ctr-sec-env2", extra_env=runtime))
+        with open(env_file, encoding="utf-8") as f:
+            dumps = [json.loads(line) for line in f]
+        self.assertEqual([d["CNI_COMMAND"] for d in dumps], ["ADD", "DEL"])
+        for env in dumps:
+            self.assertEqual((env.get("NO_PROXY"), env.get("CORP_REGION"), env.get("CORP_ZONE")),
+                             ("10.0.0.0/8", "eu-1", "b"))
+            self.assertNotIn("KUBECONFIG", env)
+            self.assertNotIn("CORPX", env)
+        self.assertNothingLeft()
+
 
 def listen_on(netns_path, address, port):
     """A TCP socket listening on address:port inside the namespace (only this thread switches)."""
