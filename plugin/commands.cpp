@@ -459,7 +459,10 @@ std::string Commands::add(const cni::Invocation& inv) {
       rec.name = a.name;
       rec.ifname = a.ifname;
       rec.cluster_network = a.cluster_network;
-      rec.config = cni::prepare_delegate(a.delegate, a.runtime_config, s.config.cni_version).dump();
+      Json prepared = cni::prepare_delegate(a.delegate, a.runtime_config, s.config.cni_version);
+      // The version its result is decoded in, taken before the dump instead of re-parsing rec.config.
+      const std::string version = cni::delegate_version(prepared);
+      rec.config = prepared.dump();
       rec.extra["cniArgs"] = attachment_cni_args(inv, a);
       if (!a.device_info_file.empty()) rec.extra["deviceInfoFile"] = a.device_info_file;
       if (Json st = initial_scoping_state(plans[i]); !st.is_null()) rec.extra["scoping"] = st;
@@ -472,7 +475,7 @@ std::string Commands::add(const cni::Invocation& inv) {
       std::string result = s.runner->add(rec.config, target_for(inv, inv.netns, rec));
       record.attachments.back().result = result;
       try {
-        results.push_back(decode_attachment_result(record.attachments.back()));
+        results.push_back(cni::decode_result_text(record.attachments.back().result, version));
       } catch (const CniError& e) {
         throw CniError(ErrorCode::DelegateFailed,
                        "network \"" + a.name + "\" returned an invalid result: " + e.msg());
