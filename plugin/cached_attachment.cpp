@@ -73,16 +73,29 @@ cni::Result decode_attachment_result(const store::AttachmentRecord& a) {
 
 std::string render_result(const store::ContainerRecord& record, const std::string& version, bool all) {
   std::vector<cni::Result> results;
+  results.reserve(record.attachments.size());
+  for (const auto& a : record.attachments)  // only the results rendered are decoded
+    results.push_back(a.cluster_network || all ? decode_attachment_result(a) : cni::Result{});
+  return render_result(record, results, version, all);
+}
+
+std::string render_result(const store::ContainerRecord& record, const std::vector<cni::Result>& results,
+                          const std::string& version, bool all) {
+  if (results.size() != record.attachments.size())
+    throw CniError(ErrorCode::Internal, "render_result: " + std::to_string(results.size()) + " result(s) for " +
+                                            std::to_string(record.attachments.size()) + " attachment(s)");
+  std::vector<cni::Result> chosen;
   bool has_cluster = false;
-  for (const auto& a : record.attachments) {
+  for (std::size_t i = 0; i < record.attachments.size(); ++i) {
+    const auto& a = record.attachments[i];
     has_cluster = has_cluster || a.cluster_network;
-    if (a.cluster_network || all) results.push_back(decode_attachment_result(a));
+    if (a.cluster_network || all) chosen.push_back(results[i]);
   }
-  if (!has_cluster || results.empty())
+  if (!has_cluster || chosen.empty())
     throw CniError(ErrorCode::Internal, "container " + record.container_id + " has no cluster network attachment (" +
                                             std::to_string(record.attachments.size()) +
                                             " attachment(s)); there is no result to report");
-  cni::Result out = all ? cni::merge_results(results) : results.front();
+  cni::Result out = all ? cni::merge_results(chosen) : chosen.front();
   return cni::encode_result(out, version).dump() + "\n";
 }
 

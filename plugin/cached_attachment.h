@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "cni/result.h"
 #include "store/cache.h"
@@ -30,5 +31,10 @@ cni::Result decode_attachment_result(const store::AttachmentRecord& a);
 /// cluster network attachment (or, with `all`, no attachment at all), so an inconsistent record is
 /// a clear error instead of undefined behaviour.
 std::string render_result(const store::ContainerRecord& record, const std::string& version, bool all);
+
+/// The same from results already decoded: `results[i]` is `record.attachments[i]`'s decoded result
+/// (CniError(Internal) when the counts differ).
+std::string render_result(const store::ContainerRecord& record, const std::vector<cni::Result>& results,
+                          const std::string& version, bool all);
 
 }  // namespace manifold::plugin

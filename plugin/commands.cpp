@@ -345,13 +345,15 @@ void check_interface(netlink::NetOps& ops, const store::AttachmentRecord& a) {
 }
 
 // Writes network-status (not for pods of systemNamespaces) and the AddedInterface events.
+// `results[i]` is the decoded result of `record.attachments[i]`.
 void publish_status(KubeAccess& kube, util::FileReader& files, const cni::MetaConfig& config,
-                    const cni::Invocation& inv, const Json& pod, const store::ContainerRecord& record) {
+                    const cni::Invocation& inv, const Json& pod, const store::ContainerRecord& record,
+                    const std::vector<cni::Result>& results) {
   auto ref = cni::pod_ref_from(inv.args);
   auto policy = k8s::namespace_policy_from_config(config.raw);
   if (k8s::is_system_namespace(policy, ref.namespace_)) return;
-  write_network_status(kube, ref, pod, k8s::render_network_status(status_inputs(record, files)));
-  send_added_events(kube, ref, pod, record);
+  write_network_status(kube, ref, pod, k8s::render_network_status(status_inputs(record, results, files)));
+  send_added_events(kube, ref, pod, record, results);
 }
 
 // The records a DEL without a usable cache entry works from: `attachments` as they would have
@@ -445,6 +447,7 @@ std::string Commands::add(const cni::Invocation& inv) {
   record.netns = inv.netns;
   record.ifname = inv.ifname;
   record.cni_version = inv.version;
+  std::vector<cni::Result> results;  // results[i]: record.attachments[i]'s result, decoded once
   try {
     for (size_t i = 0; i < attachments.size(); ++i) {
       const auto& a = attachments[i];
@@ -456,7 +459,10 @@ std::string Commands::add(const cni::Invocation& inv) {
       rec.name = a.name;
       rec.ifname = a.ifname;
       rec.cluster_network = a.cluster_network;
-      rec.config = cni::prepare_delegate(a.delegate, a.runtime_config, s.config.cni_version).dump();
+      Json prepared = cni::prepare_delegate(a.delegate, a.runtime_config, s.config.cni_version);
+      // The version its result is decoded in, taken before the dump instead of re-parsing rec.config.
+      const std::string version = cni::delegate_version(prepared);
+      rec.config = prepared.dump();
       rec.extra["cniArgs"] = attachment_cni_args(inv, a);
       if (!a.device_info_file.empty()) rec.extra["deviceInfoFile"] = a.device_info_file;
       if (Json st = initial_scoping_state(plans[i]); !st.is_null()) rec.extra["scoping"] = st;
@@ -469,7 +475,7 @@ std::string Commands::add(const cni::Invocation& inv) {
       std::string result = s.runner->add(rec.config, target_for(inv, inv.netns, rec));
       record.attachments.back().result = result;
       try {
-        decode_attachment_result(record.attachments.back());
+        results.push_back(cni::decode_result_text(record.attachments.back().result, version));
       } catch (const CniError& e) {
         throw CniError(ErrorCode::DelegateFailed,
                        "network \"" + a.name + "\" returned an invalid result: " + e.msg());
@@ -477,15 +483,19 @@ std::string Commands::add(const cni::Invocation& inv) {
       s.cache->save(record);
       if (plans[i].active()) {
         auto& added = record.attachments.back();
-        added.extra["scoping"] = apply_scoping(scoping, plans[i], decode_attachment_result(added));
+        added.extra["scoping"] = apply_scoping(scoping, plans[i], results.back());
         if (Json fields = scoping_status_fields(added.extra["scoping"]); !fields.empty())
           added.extra["statusFields"] = fields;
         s.cache->save(record);
       }
     }
+    std::vector<std::string> texts;
+    for (const auto& a : record.attachments) texts.push_back(a.result);
     if (!apply_default_routes_to_record(scoping, plans, record).empty()) s.cache->save(record);
-    if (pod) publish_status(kube, *services_.files, s.config, inv, *pod, record);
-    return render_result(record, inv.version, s.config.return_all_results);
+    for (size_t i = 0; i < record.attachments.size(); ++i)  // a moved default route rewrites a result
+      if (record.attachments[i].result != texts[i]) results[i] = decode_attachment_result(record.attachments[i]);
+    if (pod) publish_status(kube, *services_.files, s.config, inv, *pod, record, results);
+    return render_result(record, results, inv.version, s.config.return_all_results);
   } catch (const CniError& e) {
     util::log_error("ADD failed, rolling back ", record.attachments.size(), " attachment(s): ", e.msg());
     roll_back(s, inv, record, !record.attachments.empty() && record.attachments.back().result.empty(), &scoping);

@@ -24,8 +24,9 @@ class NadResolver {
  public:
   NadResolver(KubeAccess& kube, const cni::MetaConfig& config) : kube_(kube), config_(config) {}
 
-  /// The NAD `ns/name`: nullopt when it does not exist (only when `allow_missing`).
-  std::optional<Json> fetch(const std::string& ns, const std::string& name, bool allow_missing) {
+  /// The NAD `ns/name` (owned by this resolver, fetched once): null when it does not exist (only
+  /// when `allow_missing`).
+  const Json* fetch(const std::string& ns, const std::string& name, bool allow_missing) {
     std::string key = ns + "/" + name;
     auto it = cache_.find(key);
     if (it == cache_.end()) {
@@ -33,19 +34,19 @@ class NadResolver {
         it = cache_.emplace(key, kube_.get_nad(ns, name)).first;
       } catch (const k8s::ApiError& e) {
         if (!e.not_found()) throw;
-        if (allow_missing) return std::nullopt;
+        if (allow_missing) return nullptr;
         throw CniError(ErrorCode::NetworkNotFound, "cannot find a network-attachment-definition (" + name +
                                                        ") in namespace (" + ns + "): network-attachment-definition " +
                                                        ns + "/" + name + " does not exist");
       }
     }
-    return it->second;
+    return &it->second;
   }
 
   /// The delegate config of a fetched NAD (an empty spec is looked up in confDir by NAD name).
   Json delegate_of(const Json& nad, const std::string& ns, const std::string& name) {
     auto conf = k8s::nad_delegate_config(nad);
-    if (conf) return *conf;
+    if (conf) return std::move(*conf);
     auto file = cni::find_network_by_name(config_.conf_dir, name);
     if (!file)
       throw CniError(ErrorCode::NetworkNotFound, "network-attachment-definition " + ns + "/" + name +
@@ -177,7 +178,7 @@ std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, c
     }
   };
   auto from_nad = [&](const k8s::SelectionElement& e, bool cluster) {
-    Json nad = *nads.fetch(e.namespace_, e.name, false);
+    const Json& nad = *nads.fetch(e.namespace_, e.name, false);  // never null: missing throws
     Attachment a;
     a.cluster_network = cluster;
     a.from_nad = true;

@@ -41,9 +41,23 @@ std::string string_at(const Json& j, const char* a, const char* b) {
 }  // namespace
 
 std::vector<k8s::StatusInput> status_inputs(const store::ContainerRecord& record, util::FileReader& files) {
+  std::vector<cni::Result> results;
+  results.reserve(record.attachments.size());
+  for (const auto& a : record.attachments) results.push_back(result_of(a));
+  return status_inputs(record, results, files);
+}
+
+std::vector<k8s::StatusInput> status_inputs(const store::ContainerRecord& record,
+                                            const std::vector<cni::Result>& results, util::FileReader& files) {
+  if (results.size() != record.attachments.size())
+    throw cni::CniError(cni::ErrorCode::Internal, "status_inputs: " + std::to_string(results.size()) +
+                                                      " result(s) for " + std::to_string(record.attachments.size()) +
+                                                      " attachment(s)");
   std::vector<k8s::StatusInput> out;
-  for (const auto& a : record.attachments) {
-    cni::Result r = result_of(a);
+  out.reserve(record.attachments.size());
+  for (std::size_t n = 0; n < record.attachments.size(); ++n) {
+    const auto& a = record.attachments[n];
+    const cni::Result& r = results[n];
     k8s::StatusInput in;
     in.name = a.name;
     in.is_default = a.cluster_network;
@@ -91,37 +105,57 @@ void write_network_status(KubeAccess& kube, const cni::PodRef& ref, Json pod, co
 
 void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod,
                        const store::ContainerRecord& record) {
+  std::vector<cni::Result> results;
+  results.reserve(record.attachments.size());
+  for (const auto& a : record.attachments) {
+    try {
+      results.push_back(result_of(a));
+    } catch (const cni::CniError&) {
+      results.emplace_back();  // an undecodable result lists no addresses in its event
+    }
+  }
+  send_added_events(kube, ref, pod, record, results);
+}
+
+void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod,
+                       const store::ContainerRecord& record, const std::vector<cni::Result>& results) {
+  if (results.size() != record.attachments.size())
+    throw cni::CniError(cni::ErrorCode::Internal, "send_added_events: " + std::to_string(results.size()) +
+                                                      " result(s) for " + std::to_string(record.attachments.size()) +
+                                                      " attachment(s)");
   auto now = std::chrono::system_clock::now();
   std::string stamp = util::rfc3339_now();
   stamp = stamp.substr(0, 19) + "Z";  // Kubernetes Time has second precision
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
-  int n = 0;
+  // Everything but the name and the message is the same in every event: built once.
+  Json ev = {
+      {"apiVersion", "v1"},
+      {"kind", "Event"},
+      {"metadata", {{"name", ""}, {"namespace", ref.namespace_}}},
+      {"involvedObject",
+       {{"apiVersion", "v1"}, {"kind", "Pod"}, {"namespace", ref.namespace_}, {"name", ref.name},
+        {"uid", string_at(pod, "metadata", "uid")}, {"resourceVersion", string_at(pod, "metadata", "resourceVersion")}}},
+      {"reason", "AddedInterface"},
+      {"message", ""},
+      {"type", "Normal"},
+      {"source", {{"component", "manifold"}, {"host", host}}},
+      {"firstTimestamp", stamp},
+      {"lastTimestamp", stamp},
+      {"count", 1},
+      {"reportingComponent", "manifold"},
+      {"reportingInstance", host}};
+  Json& event_name = ev["metadata"]["name"];
+  Json& message = ev["message"];
+  std::size_t n = 0;
   for (const auto& a : record.attachments) {
     std::string ips;
-    try {
-      for (const auto& ip : result_of(a).ips) ips += (ips.empty() ? "" : " ") + ip.address;
-    } catch (const cni::CniError&) {
-    }
+    for (const auto& ip : results[n].ips) ips += (ips.empty() ? "" : " ") + ip.address;
     char suffix[32];
     std::snprintf(suffix, sizeof suffix, ".%llx", static_cast<unsigned long long>(nanos) + n++);
-    Json ev = {
-        {"apiVersion", "v1"},
-        {"kind", "Event"},
-        {"metadata", {{"name", ref.name + suffix}, {"namespace", ref.namespace_}}},
-        {"involvedObject",
-         {{"apiVersion", "v1"}, {"kind", "Pod"}, {"namespace", ref.namespace_}, {"name", ref.name},
-          {"uid", string_at(pod, "metadata", "uid")}, {"resourceVersion", string_at(pod, "metadata", "resourceVersion")}}},
-        {"reason", "AddedInterface"},
-        {"message", "Add " + a.ifname + " [" + ips + "] from " + a.name},
-        {"type", "Normal"},
-        {"source", {{"component", "manifold"}, {"host", host}}},
-        {"firstTimestamp", stamp},
-        {"lastTimestamp", stamp},
-        {"count", 1},
-        {"reportingComponent", "manifold"},
-        {"reportingInstance", host}};
+    event_name = ref.name + suffix;
+    message = "Add " + a.ifname + " [" + ips + "] from " + a.name;
     try {
       kube.create_event(ref.namespace_, ev);
     } catch (const cni::CniError& e) {

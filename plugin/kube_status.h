@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cni/cni_args.h"
+#include "cni/result.h"
 #include "k8s/network_status.h"
 #include "plugin/kube.h"
 #include "store/cache.h"
@@ -19,6 +20,11 @@ namespace manifold::plugin {
 /// each attachment's device-info file when it exists.
 std::vector<k8s::StatusInput> status_inputs(const store::ContainerRecord& record, util::FileReader& files);
 
+/// The same from results already decoded: `results[i]` is the decoded result of
+/// `record.attachments[i]` (an ADD decodes each result once and reuses it here).
+std::vector<k8s::StatusInput> status_inputs(const store::ContainerRecord& record,
+                                            const std::vector<cni::Result>& results, util::FileReader& files);
+
 /// Writes the network-status annotation. `pod` is the pod as fetched at the start of the ADD.
 void write_network_status(KubeAccess& kube, const cni::PodRef& ref, Json pod, const std::string& value);
 
@@ -26,5 +32,9 @@ void write_network_status(KubeAccess& kube, const cni::PodRef& ref, Json pod, co
 /// ends the sending (Events are best effort and never fail or delay the ADD).
 void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod,
                        const store::ContainerRecord& record);
+
+/// The same from results already decoded (`results[i]` belongs to `record.attachments[i]`).
+void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod,
+                       const store::ContainerRecord& record, const std::vector<cni::Result>& results);
 
 }  // namespace manifold::plugin

@@ -213,11 +213,15 @@ std::string assemble(const ContainerRecord& record, const std::vector<const std:
                      ",\"netns\":" + compact(Json(record.netns), record) +
                      ",\"ifname\":" + compact(Json(record.ifname), record) +
                      ",\"cniVersion\":" + compact(Json(record.cni_version), record) + ",\"attachments\":[";
+  const std::string extra = compact(record.extra, record);
+  std::size_t size = text.size() + attachments.size() + extra.size() + 16;
+  for (const std::string* t : attachments) size += t->size();
+  text.reserve(size);  // one allocation for the whole file text
   for (size_t i = 0; i < attachments.size(); ++i) {
     if (i > 0) text += ',';
     text += *attachments[i];
   }
-  text += "],\"extra\":" + compact(record.extra, record) + "}";
+  text.append("],\"extra\":").append(extra).append("}");
   return finish_text(std::move(text), record);
 }
 
@@ -385,12 +389,30 @@ std::string FileCache::serialise_reusing(const ContainerRecord& record) {
   std::lock_guard saved_lock(saved_mu_);
   std::vector<SavedAttachment>& saved = saved_[record.container_id];
   if (saved.size() > record.attachments.size()) saved.resize(record.attachments.size());
+  // attachment_to_json(a) compact, byte for byte, from its members' texts; the config and result
+  // texts are reused from the last save when those strings did not change.
+  auto encode = [&record](const AttachmentRecord& a, const SavedAttachment* before) {
+    SavedAttachment s{a, {}, {}, {}};
+    s.config_text = before != nullptr && before->record.config == a.config ? before->config_text
+                                                                           : compact(Json(a.config), record);
+    s.result_text = before != nullptr && before->record.result == a.result ? before->result_text
+                                                                           : compact(Json(a.result), record);
+    std::string extra = compact(a.extra, record);
+    std::string name = compact(Json(a.name), record);
+    std::string ifname = compact(Json(a.ifname), record);
+    s.text.reserve(80 + name.size() + ifname.size() + s.config_text.size() + s.result_text.size() + extra.size());
+    s.text.append("{\"name\":").append(name).append(",\"ifname\":").append(ifname);
+    s.text.append(",\"config\":").append(s.config_text).append(",\"result\":").append(s.result_text);
+    s.text.append(",\"clusterNetwork\":").append(a.cluster_network ? "true" : "false");
+    s.text.append(",\"extra\":").append(extra).append("}");
+    return s;
+  };
   for (size_t i = 0; i < record.attachments.size(); ++i) {
     const AttachmentRecord& a = record.attachments[i];
     if (i == saved.size()) {
-      saved.push_back({a, compact(attachment_to_json(a), record)});
+      saved.push_back(encode(a, nullptr));
     } else if (!(saved[i].record == a)) {
-      saved[i] = {a, compact(attachment_to_json(a), record)};
+      saved[i] = encode(a, &saved[i]);
     }
   }
   std::vector<const std::string*> texts;  // taken once `saved` no longer grows

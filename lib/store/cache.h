@@ -129,10 +129,13 @@ class FileCache final : public Cache {
 
  private:
   class Guard;
-  /// An attachment as last saved, with its serialised text.
+  /// An attachment as last saved, with its serialised text and that of its config and result
+  /// strings (an ADD re-saves an attachment when only its result or extra changed).
   struct SavedAttachment {
     AttachmentRecord record;
     std::string text;
+    std::string config_text;
+    std::string result_text;
   };
   bool held_by_this_thread(const std::string& container_id);
   void remove_temp_files(const std::string& container_id);

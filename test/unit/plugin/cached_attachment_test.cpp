@@ -141,3 +141,21 @@ TEST_CASE("render_result: the cluster network's result, all merged, or a clear e
     CHECK(code_of([&] { render_result(record, "1.0.0", true); }) == 100);
   }
 }
+
+TEST_CASE("render_result: from results decoded once, the same bytes; a count mismatch is internal", "[plugin]") {
+  ContainerRecord record;
+  record.container_id = "ctr1";
+  record.attachments = {attachment("cluster", "eth0", "10.0.0.1/24", true),
+                        attachment("storage", "net1", "10.0.1.1/24", false)};
+  std::vector<manifold::cni::Result> results;
+  for (const auto& a : record.attachments) results.push_back(decode_attachment_result(a));
+  for (bool merge : {false, true}) {
+    CAPTURE(merge);
+    CHECK(render_result(record, results, "1.0.0", merge) == render_result(record, "1.0.0", merge));
+  }
+  // An attachment that is not rendered is not decoded: a corrupt non-cluster result does not matter.
+  record.attachments[1].result = "{";
+  CHECK(render_result(record, "1.0.0", false) == render_result(record, results, "1.0.0", false));
+  results.pop_back();
+  CHECK(code_of([&] { render_result(record, results, "1.0.0", false); }) == 100);
+}

@@ -307,3 +307,22 @@ TEST_CASE("GC keeps an unreadable entry of a live container and releases a dead 
   CHECK(w.cache.list() == Strings{"ctr-live"});
   CHECK_THROWS_AS(w.cache.load("ctr-live"), manifold::cni::CniError);  // kept for its own DEL
 }
+
+TEST_CASE("ADD rejects a delegate result its cniVersion cannot decode, names the network and rolls back",
+          "[plugin][commands]") {
+  World w;
+  w.intercept = [](const Call& c) -> std::optional<manifold::exec::ProcessResult> {
+    if (c.command != "ADD" || c.type != "macvlan") return std::nullopt;
+    manifold::exec::ProcessResult r;
+    r.exit_code = 0;
+    r.stdout_data = R"({"cniVersion":"1.1.0","ips":[{"address":"not-an-address"}]})";
+    return r;
+  };
+  DispatchOutput out = w.run("ADD", two_delegates(w));
+  INFO(out.stdout_text);
+  Json e = error_of(out);
+  CHECK(e["code"] == 101);
+  CHECK_THAT(e["msg"].get<std::string>(), Catch::Contains("network \"storage\" returned an invalid result"));
+  CHECK(w.briefs_since(0) == Strings{"bridge ADD eth0", "macvlan ADD net1", "macvlan DEL net1", "bridge DEL eth0"});
+  CHECK(w.cache.list().empty());
+}

@@ -9,10 +9,12 @@
 #include "cni/netconf.h"
 #include "k8s/http.h"
 #include "k8s/retry.h"
+#include "plugin/cached_attachment.h"
 #include "plugin/commands.h"
 #include "plugin/kube.h"
 #include "plugin/kube_attachments.h"
 #include "plugin/kube_status.h"
+#include "util/file_reader.h"
 
 using manifold::Json;
 using manifold::cni::CniError;
@@ -232,6 +234,64 @@ TEST_CASE("kube status: events get one attempt each and stop after the first fai
   CHECK(first["involvedObject"]["uid"] == "u1");
   CHECK(Json::parse(reqs[1].body)["message"] == "Add net1 [192.0.2.2/24] from default/net1");
   CHECK(f.transport.pending() == 0);
+}
+
+TEST_CASE("kube status: events and status entries from results decoded once", "[plugin]") {
+  Fixture f;
+  manifold::store::ContainerRecord record;
+  for (const char* ifname : {"eth0", "net1"}) {
+    manifold::store::AttachmentRecord a;
+    a.name = std::string("default/") + ifname;
+    a.ifname = ifname;
+    a.config = R"({"cniVersion":"1.0.0","name":"x","type":"bridge"})";
+    a.result = std::string(R"({"cniVersion":"1.0.0","ips":[{"address":"192.0.2.)") + (ifname[0] == 'e' ? "2" : "3") +
+               R"(/24"}]})";
+    record.attachments.push_back(a);
+  }
+  std::vector<manifold::cni::Result> results;
+  for (const auto& a : record.attachments) results.push_back(plugin::decode_attachment_result(a));
+  manifold::util::FakeFileReader files;
+
+  SECTION("the status entries equal those decoded from the record") {
+    auto from_record = plugin::status_inputs(record, files);
+    auto from_results = plugin::status_inputs(record, results, files);
+    CHECK(k8s::render_network_status(from_results) == k8s::render_network_status(from_record));
+    REQUIRE(from_results.size() == 2);
+    REQUIRE(from_results[1].ips.size() == 1);
+    CHECK(from_results[1].ips[0].address == "192.0.2.3/24");
+    CHECK(from_results[1].name == "default/net1");
+  }
+  SECTION("each event names its own attachment; the answers' bodies are not read") {
+    f.transport.push_response(201, "this is not JSON");
+    f.transport.push_response(201, "");
+    plugin::KubeAccess kube(f.services, f.config);
+    plugin::send_added_events(kube, f.ref(), pod_with(Json::object()), record, results);
+    const auto& reqs = f.transport.requests();
+    REQUIRE(reqs.size() == 2);
+    Json first = Json::parse(reqs[0].body);
+    Json second = Json::parse(reqs[1].body);
+    CHECK(first["message"] == "Add eth0 [192.0.2.2/24] from default/eth0");
+    CHECK(second["message"] == "Add net1 [192.0.2.3/24] from default/net1");
+    CHECK(first["metadata"]["name"] != second["metadata"]["name"]);
+    std::vector<std::string> keys;
+    for (auto it = second.begin(); it != second.end(); ++it) keys.push_back(it.key());
+    CHECK(keys == std::vector<std::string>{"apiVersion", "kind", "metadata", "involvedObject", "reason", "message", "type",
+                                           "source", "firstTimestamp", "lastTimestamp", "count", "reportingComponent",
+                                           "reportingInstance"});
+    CHECK(f.transport.pending() == 0);
+  }
+  SECTION("a result count that does not match the attachments is an internal error and sends nothing") {
+    results.pop_back();
+    plugin::KubeAccess kube(f.services, f.config);
+    try {
+      plugin::send_added_events(kube, f.ref(), pod_with(Json::object()), record, results);
+      FAIL("no error");
+    } catch (const CniError& e) {
+      CHECK(e.code() == 100u);
+    }
+    CHECK_THROWS_AS(plugin::status_inputs(record, results, files), CniError);
+    CHECK(f.transport.requests().empty());
+  }
 }
 
 TEST_CASE("kube attachments: isolation is checked before any NAD is read", "[plugin]") {

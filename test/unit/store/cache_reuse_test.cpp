@@ -149,3 +149,22 @@ TEST_CASE("file cache: an unstorable attachment is refused even after earlier go
   good.attachments = {attachment(0)};
   CHECK(cache.load(r.container_id) == good);
 }
+
+TEST_CASE("file cache: a config or a result changing alone is re-serialised, the other reused", "[store]") {
+  ReuseTempDir dir;
+  FileCache cache(dir.path());
+  ContainerRecord r;
+  r.container_id = "ctr-fields";
+  r.attachments = {attachment(0), attachment(1)};
+  save_and_check(cache, r);
+  r.attachments[1].result = R"({"cniVersion":"1.0.0","note":"\"quoted\" \u00e9"})";
+  save_and_check(cache, r);
+  r.attachments[1].config = R"({"cniVersion":"1.0.0","name":"other","type":"bridge"})";
+  save_and_check(cache, r);
+  r.attachments[1].config = attachment(1).config;  // back to the first config, result unchanged
+  r.attachments[1].result = "";
+  save_and_check(cache, r);
+  r.attachments[0].extra["scoping"] = Json::object();
+  r.attachments[0].cluster_network = false;
+  save_and_check(cache, r);
+}
