@@ -10,6 +10,7 @@
 #include "cni/netconf.h"
 #include "cni/result_codec.h"
 #include "util/json.h"
+#include "util/json_parse.h"
 
 namespace manifold::plugin {
 
@@ -17,25 +18,6 @@ namespace {
 
 using cni::CniError;
 using cni::ErrorCode;
-
-/// Deepest JSON accepted in a cached delegate config (as exec::DelegateRunner accepts).
-constexpr int kMaxConfigDepth = 256;
-
-/// `text` parsed without exceptions; a discarded value when it is invalid or nested too deeply.
-Json parse_quietly(const std::string& text) {
-  struct TooDeep {};
-  try {
-    return Json::parse(
-        text,
-        [](int depth, Json::parse_event_t, Json&) {
-          if (depth > kMaxConfigDepth) throw TooDeep{};
-          return true;
-        },
-        false);
-  } catch (const TooDeep&) {
-    return Json(Json::value_t::discarded);
-  }
-}
 
 /// "network "name" (ifname)", for messages.
 std::string describe(const store::AttachmentRecord& a) {
@@ -54,7 +36,7 @@ std::string cached_cni_args(const store::AttachmentRecord& a, const std::string&
 }
 
 bool has_usable_config(const store::AttachmentRecord& a) {
-  Json conf = parse_quietly(a.config);
+  Json conf = util::parse_json_bounded(a.config);
   if (conf.is_discarded() || !conf.is_object()) return false;
   try {
     cni::validate_delegate_shape(conf, "cached delegate config");
@@ -65,7 +47,7 @@ bool has_usable_config(const store::AttachmentRecord& a) {
 }
 
 cni::Result decode_attachment_result(const store::AttachmentRecord& a) {
-  Json conf = parse_quietly(a.config);
+  Json conf = util::parse_json_bounded(a.config);
   if (conf.is_discarded() || !conf.is_object())
     throw CniError(ErrorCode::Decoding, "cached delegate config of " + describe(a) + " is not a JSON object");
   return cni::decode_result_text(a.result, cni::delegate_version(conf));

@@ -7,34 +7,15 @@
 #include "cni/delegate_config.h"
 #include "cni/error.h"
 #include "cni/netconf.h"
+#include "util/json_parse.h"
 #include "util/log.h"
 
 namespace manifold::exec {
 
 namespace {
 
-/// Deepest JSON accepted from the cache or a plugin: copying or printing deeper documents (as the
-/// chain's prevResult does) recurses far enough to overflow the stack.
-constexpr int kMaxJsonDepth = 256;
-
-/// Parses without exceptions; invalid or too deeply nested text gives a discarded value.
-Json parse_json(const std::string& text) {
-  struct TooDeep {};
-  try {
-    return Json::parse(
-        text,
-        [](int depth, Json::parse_event_t, Json&) {
-          if (depth > kMaxJsonDepth) throw TooDeep{};
-          return true;
-        },
-        false);
-  } catch (const TooDeep&) {
-    return Json(Json::value_t::discarded);
-  }
-}
-
 Json parse_cached(const std::string& text) {
-  Json j = parse_json(text);
+  Json j = util::parse_json_bounded(text);
   if (j.is_discarded() || !j.is_object())
     throw cni::CniError(cni::ErrorCode::Decoding, "cached delegate config is not a JSON object");
   // The text may come from a corrupt cache file: type_of() and the plugin loops need this shape.
@@ -55,7 +36,7 @@ PluginCall make_call(const char* command, const DelegateTarget& t, std::string c
 }
 
 Json parse_result(const std::string& type, const std::string& text) {
-  Json j = parse_json(text);
+  Json j = util::parse_json_bounded(text);
   if (j.is_discarded() || !j.is_object())
     throw cni::CniError(cni::ErrorCode::DelegateFailed,
                         "plugin " + type + " returned an ADD result that is not a JSON object");
@@ -65,7 +46,7 @@ Json parse_result(const std::string& type, const std::string& text) {
 // The result a 0.4.0+ DEL/CHECK gets as prevResult; null when there is none or it is too old.
 Json prev_result_for(const std::string& version, const std::string& cached_result) {
   if (cached_result.empty() || !cni::version_at_least(version, 0, 4)) return Json();
-  Json j = parse_json(cached_result);
+  Json j = util::parse_json_bounded(cached_result);
   return j.is_discarded() ? Json() : j;
 }
 

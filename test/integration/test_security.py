@@ -135,23 +135,26 @@ class CoreSecurityTest(ManifoldTestCase):
                 self.assertEqual(self.tree.records(), [])
                 self.assertNothingLeft()
 
-    def test_delegates_see_only_the_allow_listed_environment(self):
+    def delegate_environments(self, container, runtime_env, **manifold_keys):
+        """ADD and DEL of a chain whose second plugin dumps its environment, with the runtime's
+        environment extended by runtime_env; returns the ADD's and the DEL's environment."""
         env_file = self.tree.path("env.jsonl")
         write_executable(os.path.join(self.tree.bin_dir, "mf-envdump"), ENV_DUMP)
         chain = {"cniVersion": "1.0.0", "name": "dumped",
                  "plugins": [self.fake_conf("fake-record"), {"type": "mf-envdump", "envFile": env_file}]}
-        self.write_manifold("1.0.0", [chain])
-        leaky = {"KUBECONFIG": "/etc/kubernetes/admin.conf", "MF_SECRET_TOKEN": "sekrit-7d1f",
-                 "HTTPS_PROXY": "http://user:pw@proxy.invalid:3128", "HOME": "/root",
-                 "GODEBUG": "x509ignoreCN=0", "LC_ALL": "C.UTF-8", "TZ": "UTC"}
-        self.assertOk(self.driver("add", self.pod.path, container_id="ctr-sec-env",
-                                  extra_env=leaky))
-        self.assertOk(self.driver("del", self.pod.path, container_id="ctr-sec-env",
-                                  extra_env=leaky))
+        self.write_manifold("1.0.0", [chain], **manifold_keys)
+        for verb in ("add", "del"):
+            self.assertOk(self.driver(verb, self.pod.path, container_id=container, extra_env=runtime_env))
         with open(env_file, encoding="utf-8") as f:
             dumps = [json.loads(line) for line in f]
         self.assertEqual([d["CNI_COMMAND"] for d in dumps], ["ADD", "DEL"])
-        for env in dumps:
+        return dumps
+
+    def test_delegates_see_only_the_allow_listed_environment(self):
+        leaky = {"KUBECONFIG": "/etc/kubernetes/admin.conf", "MF_SECRET_TOKEN": "sekrit-7d1f",
+                 "HTTPS_PROXY": "http://user:pw@proxy.invalid:3128", "HOME": "/root",
+                 "GODEBUG": "x509ignoreCN=0", "LC_ALL": "C.UTF-8", "TZ": "UTC"}
+        for env in self.delegate_environments("ctr-sec-env", leaky):
             names = set(env)
             extra = {n for n in names - ALLOWED_ENV - CNI_ENV if not n.startswith("LC_")}
             self.assertEqual(extra, set(), "variables a delegate must not see")
@@ -163,19 +166,9 @@ class CoreSecurityTest(ManifoldTestCase):
         self.assertNothingLeft()
 
     def test_delegate_env_widens_the_allow_list_by_name_and_prefix(self):
-        env_file = self.tree.path("env.jsonl")
-        write_executable(os.path.join(self.tree.bin_dir, "mf-envdump"), ENV_DUMP)
-        chain = {"cniVersion": "1.0.0", "name": "dumped",
-                 "plugins": [self.fake_conf("fake-record"), {"type": "mf-envdump", "envFile": env_file}]}
-        self.write_manifold("1.0.0", [chain], delegateEnv=["NO_PROXY", "CORP_*"])
         runtime = {"NO_PROXY": "10.0.0.0/8", "CORP_REGION": "eu-1", "CORP_ZONE": "b",
                    "KUBECONFIG": "/etc/kubernetes/admin.conf", "CORPX": "withheld"}
-        self.assertOk(self.driver("add", self.pod.path, container_id="ctr-sec-env2", extra_env=runtime))
-        self.assertOk(self.driver("del", self.pod.path, container_id="ctr-sec-env2", extra_env=runtime))
-        with open(env_file, encoding="utf-8") as f:
-            dumps = [json.loads(line) for line in f]
-        self.assertEqual([d["CNI_COMMAND"] for d in dumps], ["ADD", "DEL"])
-        for env in dumps:
+        for env in self.delegate_environments("ctr-sec-env2", runtime, delegateEnv=["NO_PROXY", "CORP_*"]):
             self.assertEqual((env.get("NO_PROXY"), env.get("CORP_REGION"), env.get("CORP_ZONE")),
                              ("10.0.0.0/8", "eu-1", "b"))
             self.assertNotIn("KUBECONFIG", env)
