@@ -9,9 +9,12 @@
 
 #include "cni/error.h"
 #include "cni/version.h"
+#include "cni_error_of.h"
 
 using namespace manifold;
 using namespace manifold::cni;
+using manifold::test::code_of;
+using manifold::test::message_of;
 
 namespace {
 
@@ -89,24 +92,6 @@ Json rich_json(const std::string& version) {
 }
 
 Dns rich_dns() { return Dns{{"10.96.0.10"}, "cluster.local", {"svc.cluster.local"}, {"ndots:5"}}; }
-
-unsigned error_code_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const CniError& e) {
-    return e.code();
-  }
-  return 0;
-}
-
-std::string error_msg_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const CniError& e) {
-    return e.msg();
-  }
-  return {};
-}
 
 Result decode_text(const std::string& text, const std::string& fallback = "1.0.0") {
   return decode_result_text(text, fallback);
@@ -320,17 +305,17 @@ TEST_CASE("unsupported versions are error 1", "[cni]") {
     INFO(bad);
     Json j = rich_json("1.0.0");
     j["cniVersion"] = bad;
-    CHECK(error_code_of([&] { decode_result(j, "1.0.0"); }) == 1);
-    CHECK(error_code_of([&] { encode_result(Result{}, bad); }) == 1);
+    CHECK(code_of([&] { decode_result(j, "1.0.0"); }) == 1);
+    CHECK(code_of([&] { encode_result(Result{}, bad); }) == 1);
   }
-  CHECK(error_code_of([&] { decode_text(R"({"ips":[]})", "9.9.9"); }) == 1);
+  CHECK(code_of([&] { decode_text(R"({"ips":[]})", "9.9.9"); }) == 1);
 }
 
 TEST_CASE("a 0.1/0.2 target with no IP address is error 1", "[cni]") {
   Result r = decode_result(rich_json("1.0.0"), "");
   r.ips.clear();
-  CHECK(error_code_of([&] { encode_result(r, "0.2.0"); }) == 1);
-  CHECK(error_code_of([&] { encode_result(r, "0.1.0"); }) == 1);
+  CHECK(code_of([&] { encode_result(r, "0.2.0"); }) == 1);
+  CHECK(code_of([&] { encode_result(r, "0.1.0"); }) == 1);
   CHECK_NOTHROW(encode_result(r, "0.3.1"));
 }
 
@@ -395,8 +380,8 @@ TEST_CASE("malformed results are error 6 naming the offending field", "[cni]") {
   };
   for (const Case& c : cases) {
     INFO(c.json);
-    const std::string msg = error_msg_of([&] { decode_result_text(c.json, c.fallback); });
-    CHECK(error_code_of([&] { decode_result_text(c.json, c.fallback); }) == 6);
+    const std::string msg = message_of([&] { decode_result_text(c.json, c.fallback); });
+    CHECK(code_of([&] { decode_result_text(c.json, c.fallback); }) == 6);
     CHECK_THAT(msg, Catch::Contains(c.mentions));
   }
 }
@@ -407,14 +392,14 @@ TEST_CASE("hostile result text is error 6", "[cni]") {
         std::string("{\"a\":\"\xff\"}"), std::string(100, '[') + std::string(100, ']'),
         std::string(5u << 20, ' ')}) {
     INFO(bad.substr(0, 40));
-    CHECK(error_code_of([&] { decode_result_text(bad, "1.0.0"); }) == 6);
+    CHECK(code_of([&] { decode_result_text(bad, "1.0.0"); }) == 6);
   }
   // An embedded NUL inside an address is not silently truncated.
-  CHECK(error_code_of([&] {
+  CHECK(code_of([&] {
           decode_result_text(R"({"ips":[{"address":"10.0.0.1/8\u0000junk"}]})", "1.0.0");
         }) == 6);
   // Offending values are quoted, truncated and escaped in the message.
-  const std::string msg = error_msg_of([&] {
+  const std::string msg = message_of([&] {
     decode_result_text(R"({"ips":[{"address":"\u0001)" + std::string(500, 'x') + R"("}]})",
                        "1.0.0");
   });
@@ -442,12 +427,12 @@ TEST_CASE("unknown keys are ignored and the 1.1 fields read leniently", "[cni]")
 TEST_CASE("encoding a model decode_result could not produce is an internal error", "[cni]") {
   Result r;
   r.ips = {IpConfig{std::nullopt, "not-an-address", ""}};
-  CHECK(error_code_of([&] { encode_result(r, "1.0.0"); }) == 100);
+  CHECK(code_of([&] { encode_result(r, "1.0.0"); }) == 100);
   r.ips = {IpConfig{2, "10.0.0.1/8", ""}};
-  CHECK(error_code_of([&] { encode_result(r, "0.4.0"); }) == 100);
+  CHECK(code_of([&] { encode_result(r, "0.4.0"); }) == 100);
   r.ips = {IpConfig{std::nullopt, "10.0.0.1/8", "gw"}};
-  CHECK(error_code_of([&] { encode_result(r, "0.2.0"); }) == 100);
+  CHECK(code_of([&] { encode_result(r, "0.2.0"); }) == 100);
   r.ips = {IpConfig{std::nullopt, "10.0.0.1/8", ""}};
   r.routes = {Route{"10.0.0.0", "", {}, {}, {}, {}, {}}};
-  CHECK(error_code_of([&] { encode_result(r, "1.1.0"); }) == 100);
+  CHECK(code_of([&] { encode_result(r, "1.1.0"); }) == 100);
 }

@@ -12,25 +12,14 @@
 
 #include "cni/error.h"
 #include "temp_dir.h"
+#include "cni_error_of.h"
 
 namespace fs = std::filesystem;
 using manifold::cni::CniError;
 using manifold::exec::find_plugin;
 using manifold::exec::split_cni_path;
 using manifold::test::TempDir;
-
-namespace {
-
-unsigned code_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const CniError& e) {
-    return e.code();
-  }
-  return 0;
-}
-
-}  // namespace
+using manifold::test::code_of;
 
 TEST_CASE("finder: types that are not bare file names are invalid config", "[exec]") {
   TempDir dir;

@@ -9,22 +9,14 @@
 
 #include "cni/error.h"
 #include "netlink/fake_net_ops.h"
+#include "cni_error_of.h"
 
 using namespace manifold;
 using namespace manifold::netlink;
 using manifold::cni::CniError;
+using manifold::test::code_of;
 
 namespace {
-
-unsigned code_of(const std::function<void()>& fn, std::string* msg = nullptr) {
-  try {
-    fn();
-  } catch (const CniError& e) {
-    if (msg) *msg = e.msg();
-    return e.code();
-  }
-  return 0;
-}
 
 // eth0 (cluster, default routes of both families) and net1 (no default route).
 struct Pod {

@@ -8,22 +8,11 @@
 
 #include "cni/error.h"
 #include "netlink/fake_net_ops.h"
+#include "cni_error_of.h"
 
 using namespace manifold::netlink;
 using manifold::cni::CniError;
-
-namespace {
-
-int error_code_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const CniError& e) {
-    return static_cast<int>(e.code());
-  }
-  return 0;
-}
-
-}  // namespace
+using manifold::test::code_of;
 
 TEST_CASE("first_free_table skips used and reserved IDs", "[netlink]") {
   CHECK(first_free_table(1000, {}) == 1000);
@@ -32,34 +21,34 @@ TEST_CASE("first_free_table skips used and reserved IDs", "[netlink]") {
   CHECK(first_free_table(252, {252}) == 256);  // 253, 254, 255 are default/main/local
   CHECK(first_free_table(253, {}) == 256);
   CHECK(first_free_table(2147483646, {}) == 2147483646);
-  CHECK(error_code_of([] { (void)first_free_table(0, {}); }) == 7);
-  CHECK(error_code_of([] { (void)first_free_table(-3, {}); }) == 7);
-  CHECK(error_code_of([] { (void)first_free_table(2147483646, {2147483646, 2147483647}); }) == 105);
+  CHECK(code_of([] { (void)first_free_table(0, {}); }) == 7);
+  CHECK(code_of([] { (void)first_free_table(-3, {}); }) == 7);
+  CHECK(code_of([] { (void)first_free_table(2147483646, {2147483646, 2147483647}); }) == 105);
 }
 
 TEST_CASE("NetOps validates input before the implementation sees it", "[netlink]") {
   auto state = FakeNetnsState::with_defaults();
   FakeNetOps ops(state);
-  CHECK(error_code_of([&] { (void)ops.find_link("bad name"); }) == 7);
-  CHECK(error_code_of([&] { (void)ops.is_ifname_free(""); }) == 7);
-  CHECK(error_code_of([&] { (void)ops.list_addresses(-1); }) == 7);
-  CHECK(error_code_of([&] { (void)ops.list_routes(AF_PACKET, kMainTable); }) == 7);
-  CHECK(error_code_of([&] { (void)ops.list_routes(AF_INET, -1); }) == 7);
-  CHECK(error_code_of([&] { (void)ops.list_rules(AF_PACKET); }) == 7);
+  CHECK(code_of([&] { (void)ops.find_link("bad name"); }) == 7);
+  CHECK(code_of([&] { (void)ops.is_ifname_free(""); }) == 7);
+  CHECK(code_of([&] { (void)ops.list_addresses(-1); }) == 7);
+  CHECK(code_of([&] { (void)ops.list_routes(AF_PACKET, kMainTable); }) == 7);
+  CHECK(code_of([&] { (void)ops.list_routes(AF_INET, -1); }) == 7);
+  CHECK(code_of([&] { (void)ops.list_rules(AF_PACKET); }) == 7);
   RouteSpec no_hop;
   no_hop.dst = "10.0.0.0/8";
-  CHECK(error_code_of([&] { (void)ops.add_route(no_hop); }) == 7);  // needs a gateway or a device
+  CHECK(code_of([&] { (void)ops.add_route(no_hop); }) == 7);  // needs a gateway or a device
   RouteSpec host_bits;
   host_bits.dst = "10.0.0.1/8";
   host_bits.ifindex = 1;
-  CHECK(error_code_of([&] { (void)ops.delete_route(host_bits); }) == 7);
+  CHECK(code_of([&] { (void)ops.delete_route(host_bits); }) == 7);
   RuleSpec no_family;
   no_family.table = 1000;
-  CHECK(error_code_of([&] { (void)ops.add_rule(no_family); }) == 7);
-  CHECK(error_code_of([&] { (void)ops.find_free_table(0); }) == 7);
-  CHECK(error_code_of([&] { (void)ops.delete_default_routes(AF_UNSPEC, 0); }) == 7);
-  CHECK(error_code_of([&] { (void)ops.delete_default_routes(AF_INET, -1); }) == 7);
-  CHECK(error_code_of([&] { (void)ops.add_default_route(AF_INET6, "10.0.0.1", 1); }) == 7);
+  CHECK(code_of([&] { (void)ops.add_rule(no_family); }) == 7);
+  CHECK(code_of([&] { (void)ops.find_free_table(0); }) == 7);
+  CHECK(code_of([&] { (void)ops.delete_default_routes(AF_UNSPEC, 0); }) == 7);
+  CHECK(code_of([&] { (void)ops.delete_default_routes(AF_INET, -1); }) == 7);
+  CHECK(code_of([&] { (void)ops.add_default_route(AF_INET6, "10.0.0.1", 1); }) == 7);
   CHECK(state->journal.empty());  // nothing reached the namespace
 }
 

@@ -12,23 +12,14 @@
 
 #include "cni/error.h"
 #include "netlink/fake_net_ops.h"
+#include "cni_error_of.h"
 
 using namespace manifold;
 using namespace manifold::netlink;
 using manifold::cni::CniError;
+using manifold::test::code_of;
 
 namespace {
-
-// Returns the CNI error code `fn` throws (0 if none) and its message in `msg`.
-unsigned code_of(const std::function<void()>& fn, std::string* msg = nullptr) {
-  try {
-    fn();
-  } catch (const CniError& e) {
-    if (msg) *msg = e.msg();
-    return e.code();
-  }
-  return 0;
-}
 
 // The reference pod (mesh-and-routing.md §4.8): eth0 10.244.1.5/24 with the default route, net1
 // 192.168.10.5/24 with an IPAM route to 192.168.20.0/24 via 192.168.10.1.

@@ -9,6 +9,7 @@
 
 #include "cni/error.h"
 #include "util/json.h"
+#include "cni_error_of.h"
 
 using manifold::Json;
 using manifold::cni::CniError;
@@ -18,6 +19,8 @@ using manifold::plugin::has_usable_config;
 using manifold::plugin::render_result;
 using manifold::store::AttachmentRecord;
 using manifold::store::ContainerRecord;
+using manifold::test::code_of;
+using manifold::test::message_of;
 
 namespace {
 
@@ -33,24 +36,6 @@ AttachmentRecord attachment(const std::string& name, const std::string& ifname, 
                   {"ips", Json::array({Json{{"version", "4"}, {"address", address}, {"interface", 0}}})}}
                  .dump();
   return a;
-}
-
-unsigned code_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const CniError& e) {
-    return e.code();
-  }
-  return 0;
-}
-
-std::string message_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const CniError& e) {
-    return e.msg();
-  }
-  return "";
 }
 
 }  // namespace

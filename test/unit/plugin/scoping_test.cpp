@@ -14,24 +14,16 @@
 #include "firewall/fake_runner.h"
 #include "firewall/rules.h"
 #include "netlink/fake_net_ops.h"
+#include "cni_error_of.h"
 
 using namespace manifold;
 using namespace manifold::plugin;
 using firewall::Backend;
 using firewall::Family;
 using manifold::cni::CniError;
+using manifold::test::code_of;
 
 namespace {
-
-unsigned code_of(const std::function<void()>& fn, std::string* msg = nullptr) {
-  try {
-    fn();
-  } catch (const CniError& e) {
-    if (msg) *msg = e.msg();
-    return e.code();
-  }
-  return 0;
-}
 
 // A forwarding runner, so the pool can own "its" runner while the test keeps the fake.
 class Forward final : public firewall::IptablesRunner {

@@ -20,6 +20,7 @@
 
 #include "cni/error.h"
 #include "temp_dir.h"
+#include "cni_error_of.h"
 
 namespace fs = std::filesystem;
 using manifold::Json;
@@ -30,6 +31,7 @@ using manifold::store::FileCache;
 using manifold::store::MemoryCache;
 using namespace std::chrono_literals;
 using manifold::test::TempDir;
+using manifold::test::code_of;
 
 namespace {
 
@@ -92,16 +94,6 @@ ContainerRecord sample(const std::string& id = "0123456789abcdef") {
   r.attachments = {cluster, extra};
   r.extra = {{"pod", "ns/name"}, {"uid", "u-1"}};
   return r;
-}
-
-unsigned code_of(const std::function<void()>& fn, std::string* msg = nullptr) {
-  try {
-    fn();
-  } catch (const CniError& e) {
-    if (msg) *msg = e.msg();
-    return e.code();
-  }
-  return 0;
 }
 
 mode_t mode_of(const fs::path& p) {

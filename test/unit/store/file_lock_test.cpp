@@ -12,6 +12,7 @@
 
 #include "cni/error.h"
 #include "temp_dir.h"
+#include "cni_error_of.h"
 
 namespace fs = std::filesystem;
 using manifold::cni::CniError;
@@ -19,6 +20,7 @@ using manifold::store::FileLock;
 using manifold::store::UniqueFd;
 using namespace std::chrono_literals;
 using manifold::test::TempDir;
+using manifold::test::code_of;
 
 namespace {
 
@@ -37,15 +39,6 @@ bool flock_held(const fs::path& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return false;
   return ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-}
-
-unsigned code_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const CniError& e) {
-    return e.code();
-  }
-  return 0;
 }
 
 }  // namespace

@@ -16,10 +16,6 @@ using namespace manifold;
 using namespace manifold::util;
 using manifold::test::TempDir;
 
-namespace {
-
-}  // namespace
-
 TEST_CASE("RealFileReader reads whole files and bounds their size", "[util]") {
   TempDir dir;
   RealFileReader reader;
