@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 
+#include "cni/config_layers.h"
 #include "cni/error.h"
 
 namespace manifold::firewall {
@@ -180,13 +181,6 @@ void read_subnets(const Json& v, std::string_view key, std::optional<int> only, 
   }
 }
 
-const Json& layer_object(const Json& layer, std::string_view where) {
-  static const Json kEmpty = Json::object();
-  if (layer.is_null()) return kEmpty;
-  if (!layer.is_object()) cni::throw_invalid_config("invalid mesh (" + std::string(where) + "): not an object");
-  return layer;
-}
-
 }  // namespace
 
 std::string PortRange::str() const {
@@ -213,13 +207,7 @@ std::optional<PortRange> parse_port_range(std::string_view text) {
 }
 
 MeshConfig merge_mesh_layers(const Json& top, const Json& delegate, const Json& cni_args) {
-  Json merged = Json::object();
-  for (const auto& [layer, where] : {std::pair<const Json&, std::string_view>{top, "meta-plugin config"},
-                                     {delegate, "network config"},
-                                     {cni_args, "pod cni-args"}}) {
-    for (const auto& [key, value] : layer_object(layer, where).items()) merged[key] = value;
-  }
-  return parse_mesh_config(merged);
+  return parse_mesh_config(cni::merge_config_layers("mesh", top, delegate, cni_args));
 }
 
 MeshConfig parse_mesh_config(const Json& mesh) {

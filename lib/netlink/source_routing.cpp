@@ -11,6 +11,7 @@
 #include <set>
 #include <string_view>
 
+#include "cni/config_layers.h"
 #include "cni/error.h"
 #include "netlink/convert.h"
 #include "netlink/ip_prefix.h"
@@ -51,15 +52,6 @@ std::string echo_json(const Json& value) {
 [[noreturn]] void bad_state(const std::string& field, const std::string& why) {
   throw CniError(ErrorCode::Decoding,
                  "invalid cached source-routing state: " + field + " " + why);
-}
-
-const Json& layer_object(const Json& layer, std::string_view where) {
-  static const Json kEmpty = Json::object();
-  if (layer.is_null()) return kEmpty;
-  if (!layer.is_object())
-    cni::throw_invalid_config("invalid sourceRouting in the " + std::string(where) +
-                              ": must be an object, got " + echo_json(layer));
-  return layer;
 }
 
 int read_int(const Json& v, std::string_view key, long long lo, long long hi) {
@@ -133,14 +125,7 @@ Json SourceRoutingConfig::to_json() const {
 
 SourceRoutingConfig merge_source_routing_layers(const Json& top, const Json& delegate,
                                                 const Json& cni_args) {
-  Json merged = Json::object();
-  for (const auto& [layer, where] :
-       {std::pair<const Json&, std::string_view>{top, "meta-plugin config"},
-        {delegate, "network config"},
-        {cni_args, "pod cni-args"}}) {
-    for (const auto& [key, value] : layer_object(layer, where).items()) merged[key] = value;
-  }
-  return parse_source_routing_config(merged);
+  return parse_source_routing_config(cni::merge_config_layers("sourceRouting", top, delegate, cni_args));
 }
 
 SourceRoutingConfig parse_source_routing_config(const Json& sr) {
