@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""manifold under podman 4.3 with its CNI backend: a container's whole network lifecycle (run,
+stop, start, restart, rm) with three delegates and a port mapping at config versions 0.4.0 and
+1.0.0; two manifold networks in one container (podman calls manifold once per network with the
+same container ID and CNI_IFNAME eth0, eth1) and disconnecting one of them; `--ip`/`--mac-address`
+reaching the cluster network only, also across `podman network reload`; `podman network
+connect`/`disconnect` on a running container. Every test ends with the runtime leak check of
+runtimes/case.py, and podman runs entirely inside the test's tree and namespaces (runtimes/podman.py).
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True
+
+from harness import TUNED_MAC, configs  # noqa: E402
+from runtimes.case import (OTHER_BRIDGE, OTHER_GATEWAY, OTHER_SUBNET, RuntimeTestCase,  # noqa: E402
+                           SandboxNet, http_get, main)
+from runtimes.podman import Podman  # noqa: E402
+from runtimes.rootfs import INDEX_TEXT  # noqa: E402
+
+HOST_PORT = 8080
+STATIC_IP = "192.0.2.77"
+STATIC_MAC = "02:00:5e:10:00:77"
+MACVLAN_IPS = {"net1": ["198.51.100.10/24"], "net2": ["198.51.100.20/24"]}
+
+
+class PodmanTest(RuntimeTestCase):
+    """Each test has its own podman (storage, config, networks) in its tree."""
+
+    def setUp(self):
+        super().setUp()
+        self.podman = Podman(self.tree.path("podman"), self.mounts, self.node.path,
+                             self.tree._mkdir("podman-networks"), [self.cni_bin_dir],
+                             self.cgroup_parent)
+        self.addCleanup(self.podman.remove_all)
+
+    # ---- networks ------------------------------------------------------------------------------
+
+    def network_a(self, version="1.0.0"):
+        """mfa: the cluster network (default route) plus the two macvlan secondaries."""
+        net = self.manifold_list("mfa", [self.cluster_list(version)] + self.secondaries(version),
+                                 version)
+        self.podman.write_network(net)
+        return "mfa"
+
+    def network_b(self):
+        """mfb: another bridge and subnet without a default route, and its own secondaries."""
+        cluster = self.cluster_list(bridge_name=OTHER_BRIDGE, subnet=OTHER_SUBNET,
+                                    gateway=OTHER_GATEWAY, default_route=False, name="cluster-b")
+        self.podman.write_network(self.manifold_list("mfb", [cluster] + self.secondaries(slot=1)))
+        return "mfb"
+
+    # ---- views and assertions ------------------------------------------------------------------
+
+    def sandbox(self, name):
+        """The running container's network namespace."""
+        pid = self.podman.pid(name)
+        self.assertGreater(pid, 0, "container %s is not running" % name)
+        return SandboxNet(pid)
+
+    def cluster_address(self, sandbox, ifname, subnet_prefix):
+        """The one address of ifname, which must be in the cluster subnet."""
+        addresses = sandbox.addresses(ifname)
+        self.assertEqual(len(addresses), 1, addresses)
+        self.assertTrue(addresses[0].startswith(subnet_prefix), addresses)
+        return addresses[0]
+
+    def assertAttachedToA(self, name, ifname="eth0", secondaries=("net1", "net2")):
+        """name has the cluster interface of mfa and its two secondaries (plus whatever else)."""
+        sandbox = self.sandbox(name)
+        address = self.cluster_address(sandbox, ifname, "192.0.2.")
+        for secondary, expected in zip(secondaries, MACVLAN_IPS.values()):
+            self.assertEqual(sandbox.addresses(secondary), expected, secondary)
+        self.assertEqual(sandbox.mac(secondaries[1]), TUNED_MAC)
+        return sandbox, address
+
+    def assertPodmanSees(self, name, network, sandbox, ifname="eth0"):
+        """podman parsed manifold's result: the IP and MAC it reports are the cluster interface's."""
+        settings = self.podman.inspect(name)["NetworkSettings"]["Networks"][network]
+        address = self.cluster_address(sandbox, ifname, "")
+        self.assertEqual("%s/%s" % (settings["IPAddress"], settings["IPPrefixLen"]), address)
+        self.assertEqual(settings["MacAddress"].lower(), sandbox.mac(ifname))
+
+    def assertServedThroughPortmap(self):
+        """The container's httpd answers on the node's host port (portmap's DNAT)."""
+        self.assertTrue(http_get(self.node, configs.CLUSTER_GATEWAY, HOST_PORT).endswith(INDEX_TEXT))
+
+    def assertPodmanClean(self):
+        """Leak check, and podman knows no container."""
+        self.assertRuntimeClean()
+        self.assertEqual(self.podman.container_ids(), [])
+
+    # ---- tests ---------------------------------------------------------------------------------
+
+    def lifecycle(self, version):
+        net = self.network_a(version)
+        self.podman.run("web", self.rootfs, [net], "-p", "%d:80" % HOST_PORT)
+        sandbox, _ = self.assertAttachedToA("web")
+        self.assertPodmanSees("web", net, sandbox)
+        self.assertServedThroughPortmap()
+        self.podman("stop", "--time", "0", "web")
+        self.assertRuntimeClean()
+        self.podman("start", "web")
+        self.assertAttachedToA("web")
+        self.assertServedThroughPortmap()
+        self.podman("restart", "--time", "0", "web")
+        sandbox, _ = self.assertAttachedToA("web")
+        self.assertPodmanSees("web", net, sandbox)
+        self.assertServedThroughPortmap()
+        self.podman("rm", "--force", "--time", "0", "web")
+        self.assertPodmanClean()
+
+    def test_lifecycle_at_1_0_0(self):
+        self.lifecycle("1.0.0")
+
+    def test_lifecycle_at_0_4_0(self):
+        self.lifecycle("0.4.0")
+
+    def test_two_manifold_networks_in_one_container(self):
+        a, b = self.network_a(), self.network_b()
+        self.podman.run("two", self.rootfs, [a, b])
+        sandbox, _ = self.assertAttachedToA("two")
+        self.cluster_address(sandbox, "eth1", "203.0.113.")
+        self.assertEqual(sandbox.addresses("eth1-1"), ["198.51.100.11/24"])
+        self.assertEqual(sandbox.addresses("eth1-2"), ["198.51.100.21/24"])
+        self.assertEqual(sandbox.link_names(),
+                         ["eth0", "eth1", "eth1-1", "eth1-2", "lo", "net1", "net2"])
+        self.podman("network", "disconnect", a, "two")
+        self.assertEqual(sandbox.link_names(), ["eth1", "eth1-1", "eth1-2", "lo"])
+        self.assertEqual([r.split("/")[0] for r in self.tree.reservations()], ["cluster-b"])
+        self.podman("rm", "--force", "--time", "0", "two")
+        self.assertPodmanClean()
+
+    def test_static_ip_and_mac_reach_the_cluster_network_only(self):
+        net = self.network_a()
+        self.podman.run("fixed", self.rootfs, [net], "--ip", STATIC_IP, "--mac-address", STATIC_MAC)
+        self.assertStatic("fixed")
+        self.podman("network", "reload", "fixed")
+        self.assertStatic("fixed")
+        self.podman("rm", "--force", "--time", "0", "fixed")
+        self.assertPodmanClean()
+
+    def assertStatic(self, name):
+        sandbox, address = self.assertAttachedToA(name)
+        self.assertEqual(sandbox.link_names(), ["eth0", "lo", "net1", "net2"])
+        self.assertEqual(address, STATIC_IP + "/24")
+        self.assertEqual(sandbox.mac("eth0"), STATIC_MAC)
+        self.assertNotEqual(sandbox.mac("net1"), STATIC_MAC)
+
+    def test_connect_and_disconnect_a_running_container(self):
+        a, b = self.network_a(), self.network_b()
+        self.podman.run("hot", self.rootfs, [a])
+        sandbox, _ = self.assertAttachedToA("hot")
+        self.podman("network", "connect", b, "hot")
+        self.cluster_address(sandbox, "eth1", "203.0.113.")
+        self.assertEqual(sandbox.link_names(),
+                         ["eth0", "eth1", "eth1-1", "eth1-2", "lo", "net1", "net2"])
+        self.podman("network", "disconnect", b, "hot")
+        self.assertEqual(sandbox.link_names(), ["eth0", "lo", "net1", "net2"])
+        self.assertEqual([r.split("/")[0] for r in self.tree.reservations()], ["cluster"])
+        self.podman("rm", "--force", "--time", "0", "hot")
+        self.assertPodmanClean()
+
+
+if __name__ == "__main__":
+    main()
