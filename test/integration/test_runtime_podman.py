@@ -33,7 +33,7 @@ class PodmanTest(RuntimeTestCase):
         self.podman = Podman(self.tree.path("podman"), self.mounts, self.node.path,
                              self.tree._mkdir("podman-networks"), [self.cni_bin_dir],
                              self.cgroup_parent)
-        self.addCleanup(self.podman.remove_all)
+        self._stack.callback(self.podman.remove_all)
 
     # ---- networks ------------------------------------------------------------------------------
 

@@ -68,8 +68,10 @@ class RuntimeTestCase(ManifoldTestCase):
 
     def setUp(self):
         super().setUp()
+        # Cleanups run in reverse: the runtime (entered by subclasses) stops first, then the mount
+        # namespace's holder, then the cgroup parent goes once the last monitor process is gone.
         self.cgroup_parent = self.node.name
-        self.addCleanup(cgroups.remove, self.cgroup_parent)
+        self._stack.callback(cgroups.remove, self.cgroup_parent)
         self.cni_conf_dir = self.tree._mkdir("cni-net.d")
         self.cni_bin_dir = self.tree._mkdir("cni-bin")
         self._link_plugins(self.cni_bin_dir)
@@ -106,10 +108,15 @@ class RuntimeTestCase(ManifoldTestCase):
         """[macvlan static (net1), macvlan + tuning conflist (net2)]; see standard_delegates."""
         return self.standard_delegates(version, version, version, slot)[1:]
 
+    def manifold_network(self, name, delegates, version="1.0.0", **extra):
+        """A manifold network config (a conf) declaring the ips, mac and portMappings
+        capabilities, with cniDir and logFile in the test's tree."""
+        return self.manifold_conf(version, delegates, name=name,
+                                  capabilities=MANIFOLD_CAPABILITIES, **extra)
+
     def manifold_list(self, name, delegates, version="1.0.0", **extra):
-        """A manifold network as a conflist of one plugin, declaring ips, mac and portMappings."""
-        plugin = self.manifold_conf(version, delegates, name=name,
-                                    capabilities=MANIFOLD_CAPABILITIES, **extra)
+        """The manifold network as a conflist of one plugin."""
+        plugin = self.manifold_network(name, delegates, version, **extra)
         for key in ("cniVersion", "name"):
             del plugin[key]
         return {"cniVersion": version, "name": name, "plugins": [plugin]}
@@ -129,12 +136,15 @@ class RuntimeTestCase(ManifoldTestCase):
         """Files the runtime left under <its /run>/parts (netns bind mount files, tuning state)."""
         return cache_files(os.path.join(self.run_dir, *parts))
 
-    def assertRuntimeClean(self):
-        """Nothing of any container is left on the node, in the tree or in the cgroup parent."""
+    def assertRuntimeClean(self, tuning_state=()):
+        """Nothing of any container is left on the node, in the tree or in the cgroup parent;
+        tuning_state lists the tuning plugin's backup files expected to stay (see the containerd
+        test: the plugin keeps them when DEL comes without a namespace)."""
         self.assertNothingLeft()
         self.assertEqual(self.portmap_chains(), [], "portmap chains left in the node's nat table")
         self.assertEqual(self.run_dir_entries("netns"), [], "network namespaces left")
-        self.assertEqual(self.run_dir_entries("cni"), [], "tuning plugin state left")
+        self.assertEqual(self.run_dir_entries("cni"), sorted(tuning_state),
+                         "tuning plugin state left")
         leftover = [c for c in cgroups.children(self.cgroup_parent) if c != "conmon"]
         self.assertEqual(leftover, [], "container cgroups left")
 
