@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything manifold needs to build and to run its whole test suite on Debian 12:
 # toolchain, libraries, Go + libcni sources for the runtime driver, the CNI plugins used as
-# delegates, and the network tools. Idempotent and non-interactive: when every package is already
-# installed it does not touch apt at all. Must run as root (it does in CI).
+# delegates, the network tools, and the real runtimes of test_runtime_*.py (podman, containerd,
+# runc, busybox-static for their rootfs, python3-grpcio + python3-grpc-tools for the CRI client).
+# Idempotent and non-interactive: when every package is already installed it does not touch apt at
+# all. Must run as root (it does in CI).
 set -euo pipefail
 
 packages=(
@@ -11,6 +13,7 @@ packages=(
   libyaml-cpp-dev zlib1g-dev
   containernetworking-plugins golang-go golang-github-appc-cni-dev
   iptables iproute2 python3 openssl clang libclang-rt-14-dev util-linux procps valgrind
+  podman containerd runc busybox-static python3-grpcio python3-grpc-tools
 )
 
 missing=()

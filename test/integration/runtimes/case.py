@@ -11,14 +11,14 @@ import json
 import os
 import time
 
-from harness import BRIDGE, MACVLAN_MASTER, ManifoldTestCase, Netns, configs
+from harness import BRIDGE, ManifoldTestCase, Netns, configs
 from harness import main as harness_main
 from harness.netns import run
 from harness.tree import SYSTEM_PLUGIN_DIR, cache_files
 
 from . import cgroups
 from .mountns import PrivateMounts, runtime_binds
-from .rootfs import busybox_rootfs
+from .rootfs import INDEX_TEXT, busybox_rootfs
 
 # The second cluster network's bridge and subnet (a network attached besides the first).
 OTHER_BRIDGE = "mfbr1"
@@ -148,11 +148,10 @@ class RuntimeTestCase(ManifoldTestCase):
         leftover = [c for c in cgroups.children(self.cgroup_parent) if c != "conmon"]
         self.assertEqual(leftover, [], "container cgroups left")
 
-    def assertInterfaces(self, sandbox, expected):
-        """The sandbox holds exactly lo and expected (a dict ifname -> list of IPv4 addr/prefix)."""
-        self.assertEqual(sandbox.link_names(), sorted(["lo", *expected]), self.tree.log_tail())
-        for ifname, addresses in expected.items():
-            self.assertEqual(sorted(sandbox.addresses(ifname)), sorted(addresses), ifname)
+    def assertServedOnHostPort(self, port):
+        """The container's httpd answers on the node's host port (portmap's DNAT)."""
+        response = http_get(self.node, configs.CLUSTER_GATEWAY, port)
+        self.assertTrue(response.endswith(INDEX_TEXT), response)
 
 
 def main():
@@ -161,6 +160,3 @@ def main():
     cgroups.remove_stale()
     harness_main()
 
-
-__all__ = ["RuntimeTestCase", "SandboxNet", "MACVLAN_MASTER", "OTHER_BRIDGE", "OTHER_SUBNET",
-           "OTHER_GATEWAY", "http_get", "main"]

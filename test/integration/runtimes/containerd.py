@@ -29,11 +29,13 @@ class Containerd:
     """The daemon; extra_config is TOML appended to the config (e.g. the CRI plugin's section),
     without it the CRI plugin is disabled."""
 
-    def __init__(self, root, mounts, netns, extra_config=None, boot_timeout=60):
+    def __init__(self, root, mounts, netns, extra_config=None, namespaces=(NAMESPACE,),
+                 boot_timeout=60):
         self.root = root
         self.mounts = mounts
         self.netns = netns
         self.address = os.path.join(root, "containerd.sock")
+        self.namespaces = namespaces
         self.boot_timeout = boot_timeout
         self.log_path = os.path.join(root, "containerd.log")
         self.config_path = os.path.join(root, "config.toml")
@@ -86,11 +88,13 @@ class Containerd:
             return f.read()[-limit:]
 
     def stop(self):
-        """Removes every task and container of the namespace, then stops the daemon."""
+        """Removes every task and container of the namespaces, then stops the daemon."""
         if self._proc is None or self._proc.poll() is not None:
             return
-        for cid in self.ctr("containers", "list", "--quiet").stdout.split():
-            self.remove_container(cid)
+        for namespace in self.namespaces:
+            listing = self.ctr("containers", "list", "--quiet", namespace=namespace)
+            for cid in listing.stdout.split():
+                self.remove_container(cid, namespace)
         for run in self._foreground:
             run.wait()
         self._terminate()
@@ -101,22 +105,22 @@ class Containerd:
         self._log_thread.join(timeout=60)
         self._proc.stderr.close()
 
-    def remove_container(self, cid):
+    def remove_container(self, cid, namespace=NAMESPACE):
         """Kills the container's task if it has one, deletes the task and the container."""
-        self.ctr("tasks", "kill", "--signal", "SIGKILL", cid, check=False)
-        self.ctr("tasks", "delete", "--force", cid, check=False)
-        self.ctr("containers", "delete", cid)
+        self.ctr("tasks", "kill", "--signal", "SIGKILL", cid, check=False, namespace=namespace)
+        self.ctr("tasks", "delete", "--force", cid, check=False, namespace=namespace)
+        self.ctr("containers", "delete", cid, namespace=namespace)
 
-    def ctr_argv(self, *args):
+    def ctr_argv(self, *args, namespace=NAMESPACE):
         """The argv of `ctr <args>` against this daemon, in the test's namespaces."""
         return self.mounts.prefix(self.netns) + ["ctr", "--address", self.address,
-                                                 "--namespace", NAMESPACE, *args]
+                                                 "--namespace", namespace, *args]
 
-    def ctr(self, *args, check=True, timeout=120):
-        """Runs `ctr <args>`; returns the CompletedProcess (text), raises CtrError if check and
-        it failed."""
-        proc = subprocess.run(self.ctr_argv(*args), stdin=subprocess.DEVNULL, capture_output=True,
-                              text=True, timeout=timeout)
+    def ctr(self, *args, check=True, timeout=120, namespace=NAMESPACE):
+        """Runs `ctr <args>` in a containerd namespace; returns the CompletedProcess (text),
+        raises CtrError if check and it failed."""
+        proc = subprocess.run(self.ctr_argv(*args, namespace=namespace), stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=timeout)
         if check and proc.returncode != 0:
             raise CtrError("ctr %s failed (%d):\n%s%s" % (" ".join(args), proc.returncode,
                                                          proc.stdout, proc.stderr))
