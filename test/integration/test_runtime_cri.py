@@ -17,6 +17,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True
 
+from harness import configs  # noqa: E402
 from k8s_case import NETWORKS, K8sTestCase  # noqa: E402
 from runtimes import cri  # noqa: E402
 from runtimes.case import (MANIFOLD_CAPABILITIES, OTHER_BRIDGE, OTHER_GATEWAY,  # noqa: E402
@@ -70,7 +71,8 @@ class CriTest(RuntimeTestCase, K8sTestCase):
     def run_sandbox(self, port_mappings=()):
         """RunPodSandbox for the test's pod; returns (sandbox id, PodSandboxStatus, its netns)."""
         config = cri.sandbox_config(self.cri, self.pod_name, "default", self.pod_uid,
-                                    "/" + self.cgroup_parent, self.tree.path("pod-logs"))
+                                    "/" + self.cgroup_parent, self.tree.path("pod-logs"),
+                                    configs.CLUSTER_GATEWAY)
         for container_port, host_port in port_mappings:
             config.port_mappings.append(self.cri.message(
                 "PortMapping", container_port=container_port, host_port=host_port))

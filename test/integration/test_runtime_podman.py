@@ -2,8 +2,10 @@
 """manifold under podman 4.3 with its CNI backend: a container's whole network lifecycle (run,
 stop, start, restart, rm) with three delegates and a port mapping at config versions 0.4.0 and
 1.0.0; two manifold networks in one container (podman calls manifold once per network with the
-same container ID and CNI_IFNAME eth0, eth1) and disconnecting one of them; `--ip`/`--mac-address`
-reaching the cluster network only, also across `podman network reload`; `podman network
+same container ID and CNI_IFNAME eth0, eth1) and disconnecting one of them; `podman network
+reload` (a DEL, then an ADD with the old address and MAC as IP= and MAC=); `--ip` and
+`--mac-address` (podman 4.3 passes them as IP= and MAC= in CNI_ARGS, and port mappings as
+runtimeConfig) reaching the cluster network only, also across a reload; `podman network
 connect`/`disconnect` on a running container. Every test ends with the runtime leak check of
 runtimes/case.py; podman runs entirely inside the test's tree and namespaces (runtimes/podman.py).
 """
@@ -30,7 +32,7 @@ class PodmanTest(RuntimeTestCase):
     def setUp(self):
         super().setUp()
         self.podman = Podman(self.tree.path("podman"), self.mounts, self.node.path,
-                             self.tree._mkdir("podman-networks"), [self.cni_bin_dir],
+                             self.tree.path("podman-networks"), [self.cni_bin_dir],
                              self.cgroup_parent)
         self._stack.callback(self.podman.remove_all)
 
@@ -134,6 +136,17 @@ class PodmanTest(RuntimeTestCase):
         self.podman("network", "reload", "fixed")
         self.assertStatic("fixed")
         self.podman("rm", "--force", "--time", "0", "fixed")
+        self.assertPodmanClean()
+
+    def test_network_reload_keeps_every_interface(self):
+        net = self.network_a()
+        self.podman.run("reloaded", self.rootfs, [net])
+        _, address = self.assertAttachedToA("reloaded")
+        self.podman("network", "reload", "reloaded")
+        sandbox, reloaded_address = self.assertAttachedToA("reloaded")
+        self.assertEqual(sandbox.link_names(), ["eth0", "lo", "net1", "net2"])
+        self.assertEqual(reloaded_address, address)
+        self.podman("rm", "--force", "--time", "0", "reloaded")
         self.assertPodmanClean()
 
     def assertStatic(self, name):

@@ -24,7 +24,8 @@ from .rootfs import INDEX_TEXT, busybox_rootfs
 OTHER_BRIDGE = "mfbr1"
 OTHER_SUBNET = "203.0.113.0/24"
 OTHER_GATEWAY = "203.0.113.1"
-# What manifold declares to runtimes so they pass runtimeConfig (podman: --ip, --mac-address, -p).
+# What manifold declares so runtimes pass runtimeConfig (podman 4.3 and the CRI plugin pass
+# portMappings; --ip/--mac-address reach it as IP=/MAC= in CNI_ARGS).
 MANIFOLD_CAPABILITIES = {"ips": True, "mac": True, "portMappings": True}
 
 
@@ -72,8 +73,9 @@ class RuntimeTestCase(ManifoldTestCase):
         # namespace's holder, then the cgroup parent goes once the last monitor process is gone.
         self.cgroup_parent = self.node.name
         self._stack.callback(cgroups.remove, self.cgroup_parent)
-        self.cni_conf_dir = self.tree._mkdir("cni-net.d")
-        self.cni_bin_dir = self.tree._mkdir("cni-bin")
+        self.cni_conf_dir = self.tree.path("cni-net.d")
+        self.cni_bin_dir = self.tree.path("cni-bin")
+        os.makedirs(self.cni_conf_dir)
         self._link_plugins(self.cni_bin_dir)
         binds, self.run_dir = runtime_binds(self.tree.path("machine"), self.cni_conf_dir,
                                             self.cni_bin_dir, self.tree.libcni_cache)
@@ -82,7 +84,8 @@ class RuntimeTestCase(ManifoldTestCase):
         self.bridges = {BRIDGE}
 
     def _link_plugins(self, directory):
-        """directory gets manifold and every system plugin, as a node's /opt/cni/bin has them."""
+        """Creates directory with manifold and every system plugin, as a node's /opt/cni/bin."""
+        os.makedirs(directory)
         os.symlink(self.tree.manifold_bin, os.path.join(directory, "manifold"))
         for name in os.listdir(SYSTEM_PLUGIN_DIR):
             os.symlink(os.path.join(SYSTEM_PLUGIN_DIR, name), os.path.join(directory, name))
@@ -145,6 +148,7 @@ class RuntimeTestCase(ManifoldTestCase):
         self.assertEqual(self.run_dir_entries("netns"), [], "network namespaces left")
         self.assertEqual(self.run_dir_entries("cni"), sorted(tuning_state),
                          "tuning plugin state left")
+        # podman keeps one `conmon` cgroup per parent for all its monitors; it is not a container's.
         leftover = [c for c in cgroups.children(self.cgroup_parent) if c != "conmon"]
         self.assertEqual(leftover, [], "container cgroups left")
 

@@ -29,13 +29,14 @@ POD, CONTAINER = 0, 1
 
 def plugin_config(cni_conf_dir, cni_bin_dir, max_conf_num):
     """The TOML of the CRI plugin: our sandbox image, runc, the native snapshotter (no overlay
-    mounts), no lowering of oom_score_adj (the sandbox lacks CAP_SYS_RESOURCE), the test's CNI
-    directories."""
+    mounts), no lowering of oom_score_adj (the sandbox lacks CAP_SYS_RESOURCE), no AppArmor
+    profile loading (a machine-wide change), the test's CNI directories."""
     cri = '[plugins."io.containerd.grpc.v1.cri"'
     return "\n".join([
         cri + "]",
         '  sandbox_image = "%s"' % SANDBOX_IMAGE,
         "  restrict_oom_score_adj = true",
+        "  disable_apparmor = true",
         '  stream_server_address = "127.0.0.1"',
         '  stream_server_port = "0"',
         cri + ".containerd]",
@@ -101,12 +102,15 @@ class CriClient:
         self.channel.close()
 
 
-def sandbox_config(client, name, namespace, uid, cgroup_parent, log_directory):
-    """The PodSandboxConfig a kubelet sends for a pod with its own network namespace."""
+def sandbox_config(client, name, namespace, uid, cgroup_parent, log_directory, dns_server):
+    """The PodSandboxConfig a kubelet sends for a pod with its own network namespace. With a DNS
+    config the plugin writes the sandbox's resolv.conf instead of copying the machine's (which may
+    be a link into the machine's /run, not visible in the test's mount namespace)."""
     namespaces = client.message("NamespaceOption", network=POD, pid=CONTAINER, ipc=POD)
     security = client.message("LinuxSandboxSecurityContext", namespace_options=namespaces)
     return client.message(
         "PodSandboxConfig", hostname=name, log_directory=log_directory,
+        dns_config=client.message("DNSConfig", servers=[dns_server]),
         metadata=client.message("PodSandboxMetadata", name=name, uid=uid, namespace=namespace),
         linux=client.message("LinuxPodSandboxConfig", cgroup_parent=cgroup_parent,
                              security_context=security))

@@ -1,14 +1,15 @@
 """podman 4 with its CNI backend, configured entirely inside one test's tree.
 
-containers.conf (passed through CONTAINERS_CONF; /etc/containers is never read for it) selects
-the CNI backend with the test's own network_config_dir and cni_plugin_dirs, runc, the cgroupfs
-manager, file events and file locks in the tree's tmp_dir, and explicit default_ulimits (without
-CAP_SYS_RESOURCE runc cannot raise podman's built-in defaults). Storage (--root/--runroot, vfs)
-is in the tree too, and containers run from a busybox rootfs directory, so no image is needed.
-Every command runs in the test's private mount namespace and in its node network namespace: the
-CNI plugins podman runs create their host-side links there, and podman's netns bind mounts,
-runc state and libcni cache land in the tree. Podman passes its whole environment to the plugins,
-so ASAN_OPTIONS/UBSAN_OPTIONS of the test reach manifold.
+containers.conf (the test's own, passed through CONTAINERS_CONF; /etc/containers is never
+edited) selects the CNI backend with the test's own network_config_dir and cni_plugin_dirs, runc,
+the cgroupfs manager, file events and file locks in the tree's tmp_dir, explicit default_ulimits
+(without CAP_SYS_RESOURCE runc cannot raise podman's built-in defaults), and no AppArmor profile
+(podman would load its default profile into the kernel, a change the test could not undo).
+Storage (--root/--runroot, vfs) is in the tree too, and containers run from a busybox rootfs
+directory, so no image is needed. Every command runs in the test's private mount namespace and in
+its node network namespace: the CNI plugins podman runs create their host-side links there, and
+podman's netns bind mounts, runc state and libcni cache land in the tree. Podman passes its whole
+environment to the plugins, so ASAN_OPTIONS/UBSAN_OPTIONS of the test reach manifold.
 """
 import json
 import os
@@ -41,6 +42,7 @@ class Podman:
         self.node_netns = node_netns
         self.network_dir = network_dir
         self.cgroup_parent = "/" + cgroup_parent
+        os.makedirs(network_dir, exist_ok=True)
         for name in ("storage", "runroot", "tmp"):
             os.makedirs(os.path.join(root, name), exist_ok=True)
         self.conf_path = os.path.join(root, "containers.conf")
@@ -50,6 +52,7 @@ class Podman:
     def _containers_conf(self, plugin_dirs):
         return "\n".join([
             "[containers]",
+            'apparmor_profile = "unconfined"',
             'cgroups = "enabled"',
             "default_ulimits = [%s, %s]" % (_ulimit("nofile", resource.RLIMIT_NOFILE),
                                             _ulimit("nproc", resource.RLIMIT_NPROC)),
