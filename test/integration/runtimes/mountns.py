@@ -8,11 +8,14 @@ mount namespace (propagation private, so nothing reaches the machine's mount tab
 alive with a holder process; every runtime command enters it with `nsenter --mount` (and usually
 `--net` into the test's node namespace). Whatever the runtime writes there lands in the tree, where
 the leak checks look and which the test removes; the machine's directories are never touched.
-The namespace lives while the holder or any runtime process in it (conmon, a shim) runs.
+The namespace lives while the holder or any runtime process in it (conmon, a shim) runs; when
+the holder is told to end, every other process in it must end too (they exit asynchronously after
+their container, so this is waited for, bounded), else a runtime process of the test leaked.
 """
 import os
 import shlex
 import subprocess
+import time
 
 from harness.netns import HarnessError
 
@@ -20,9 +23,11 @@ from harness.netns import HarnessError
 class PrivateMounts:
     """The mount namespace; binds is a list of (source dir, target path), mounted in order."""
 
-    def __init__(self, binds):
+    def __init__(self, binds, exit_timeout=30):
         self.binds = list(binds)
+        self.exit_timeout = exit_timeout
         self._holder = None
+        self._identity = None
 
     def __enter__(self):
         script = ["set -e"]
@@ -37,11 +42,31 @@ class PrivateMounts:
         if self._holder.stdout.readline() != b"ready\n":
             err = self._holder.communicate()[1].decode("utf-8", "replace")
             raise HarnessError("private mount namespace failed: %s" % err)
+        self._identity = os.readlink(self.path)
         return self
 
     def __exit__(self, *exc):
         self._holder.communicate(b"\n", timeout=30)
+        deadline = time.monotonic() + self.exit_timeout
+        while self.processes():
+            if time.monotonic() > deadline:
+                raise HarnessError("processes left in the test's mount namespace: %s" %
+                                   self.processes())
+            time.sleep(0.05)
         return False
+
+    def processes(self):
+        """(pid, command line) of every live process in the namespace."""
+        out = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                if os.readlink("/proc/%s/ns/mnt" % pid) != self._identity:
+                    continue
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    out.append((int(pid), f.read().replace(b"\0", b" ").decode().strip()))
+            except OSError:
+                continue
+        return out
 
     @property
     def path(self):
