@@ -30,18 +30,12 @@ MANIFOLD_CAPABILITIES = {"ips": True, "mac": True, "portMappings": True}
 
 
 class SandboxNet(Netns):
-    """A container's network namespace seen through /proc/<pid>/ns/net (not one of ours: it is
-    never created or deleted here; every Netns query works on it)."""
+    """A container's network namespace seen through /proc/<pid>/ns/net, for Netns's queries
+    (links, addresses, MACs). The runtime owns it: it is never entered as a context here."""
 
     def __init__(self, pid):
         super().__init__(name="pid-%d" % pid)
         self.path = "/proc/%d/ns/net" % pid
-
-    def __enter__(self):
-        return self
-
-    def delete(self):
-        pass
 
     def ip(self, *args):
         return run(["nsenter", "--net=" + self.path, "ip", *args]).stdout

@@ -4,9 +4,9 @@ The daemon gets its own config file, root, state and socket in the test's tree (
 containerd, if any, is never contacted) and runs in the test's private mount namespace (its shims'
 sockets go to /run/containerd/s, which is the tree's there) and in the test's node network
 namespace (the CRI plugin runs CNI in the daemon). It is ready when it logs that it booted; it is
-stopped with SIGTERM after every task and container of its namespace is removed, so no shim
-outlives it. `ctr run --cni` runs CNI in the ctr process itself (go-cni with its defaults: every
-network in /etc/cni/net.d, plugins in /opt/cni/bin, attached as eth0, eth1, …); ctr therefore runs
+stopped with SIGTERM after every task and container of its containerd namespaces is removed, so
+no shim outlives it. `ctr run --cni` runs CNI in the ctr process itself (go-cni with its defaults:
+the first network of /etc/cni/net.d, as eth0, with plugins from /opt/cni/bin); ctr therefore runs
 in the same namespaces, where those paths are the tree's. Both pass their environment to the
 plugins, so ASAN_OPTIONS/UBSAN_OPTIONS of the test reach manifold.
 """

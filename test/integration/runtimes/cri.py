@@ -7,10 +7,11 @@ test's tree; CriClient builds the message classes from that descriptor set and c
 through grpc's generic unary-unary stubs (python3-grpcio) over the daemon's unix socket, so no
 generated Python module is written or imported.
 
-The plugin runs CNI inside containerd with the conf_dir/bin_dir given here, loading up to
-max_conf_num networks (eth0, eth1, … like ctr's go-cni), and passes the kubelet's CNI_ARGS
+The plugin runs CNI inside containerd with the conf_dir/bin_dir given here, attaching up to
+max_conf_num networks (as eth0, eth1, …, concurrently), with the kubelet's CNI_ARGS
 (K8S_POD_NAMESPACE, K8S_POD_NAME, K8S_POD_INFRA_CONTAINER_ID, K8S_POD_UID) built from the sandbox
-metadata. Its sandbox ("pause") image comes from rootfs.oci_archive through `ctr images import`.
+metadata. StopPodSandbox DELs with the sandbox's netns; RemovePodSandbox DELs once more without
+one. Its sandbox ("pause") image comes from rootfs.oci_archive through `ctr images import`.
 """
 import os
 import subprocess
