@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything manifold needs to build and to run its whole test suite on Debian 12:
 # toolchain, libraries, Go + libcni sources for the runtime driver, the CNI plugins used as
-# delegates, and the network tools. Idempotent and non-interactive: when every package is already
-# installed it does not touch apt at all. Must run as root (it does in CI).
+# delegates, the network tools and kubectl. Idempotent and non-interactive: when every package is
+# already installed it does not touch apt at all. Must run as root (it does in CI).
 set -euo pipefail
 
 packages=(
@@ -12,6 +12,12 @@ packages=(
   containernetworking-plugins golang-go golang-github-appc-cni-dev
   iptables iproute2 python3 openssl clang libclang-rt-14-dev util-linux procps valgrind
 )
+# kubectl (the API server double's tests and the demo run it): Debian's kubernetes-client, unless a
+# kubectl is already on PATH; another package (e.g. Google Cloud SDK's kubectl) may own
+# /usr/bin/kubectl, and kubernetes-client would conflict with it.
+if ! command -v kubectl >/dev/null 2>&1; then
+  packages+=(kubernetes-client)
+fi
 
 missing=()
 for pkg in "${packages[@]}"; do
