@@ -127,7 +127,8 @@ ctl add-nad demo storage "$work/nad-storage.json"
 uid=$(cat /proc/sys/kernel/random/uuid)
 ctl add-pod demo web --uid "$uid"
 mesh='{"enabled": true, "inboundPort": 4143, "outboundPort": 4140}'
-networks="[{\"name\": \"data\", \"interface\": \"net1\", \"cni-args\": {\"mesh\": $mesh}}, {\"name\": \"storage\", \"interface\": \"net2\"}]"
+data='{"name": "data", "interface": "net1", "cni-args": {"mesh": '"$mesh"'}}'
+networks="[$data, {\"name\": \"storage\", \"interface\": \"net2\"}]"
 kubectl_admin annotate pod web -n demo --overwrite "k8s.v1.cni.cncf.io/networks=$networks"
 kubectl_admin get net-attach-def -n demo
 kubectl_admin get pods -n demo
@@ -152,11 +153,13 @@ cat > "$work/net.d/00-manifold.conf" <<CONF
 }
 CONF
 
+# What the kubelet's runtime passes for a pod sandbox.
 cid=demo-$$
+cni_args="IgnoreUnknown=1;K8S_POD_NAMESPACE=demo;K8S_POD_NAME=web"
+cni_args+=";K8S_POD_INFRA_CONTAINER_ID=$cid;K8S_POD_UID=$uid"
 run_driver() {
   in_node env NETCONFPATH="$work/net.d" CNI_PATH="$work/bin:/usr/lib/cni" \
-    CNI_CACHE_DIR="$work/libcni" CNI_CONTAINERID="$cid" \
-    CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=demo;K8S_POD_NAME=web;K8S_POD_INFRA_CONTAINER_ID=$cid;K8S_POD_UID=$uid" \
+    CNI_CACHE_DIR="$work/libcni" CNI_CONTAINERID="$cid" CNI_ARGS="$cni_args" \
     "$driver" "$@" manifold-demo "/var/run/netns/$pod"
 }
 
@@ -179,7 +182,7 @@ new_requests
 section "network scoping of demo/data (net1): source routing"
 ip -n "$pod" rule
 table=$(ip -n "$pod" rule | awk '$2 == "from" && $3 != "all" && $4 == "lookup" {print $5; exit}')
-echo "-- table $table: a copy of net1's routes plus a default via its gateway (main table untouched)"
+echo "-- table $table: a copy of net1's routes + a default via its gateway (main table untouched)"
 ip -n "$pod" route show table "$table"
 
 section "network scoping of demo/data (net1): mesh redirect (iptables-save -t nat, CNIMESH only)"
@@ -190,7 +193,8 @@ run_driver check && echo "CHECK ok"
 new_requests
 run_driver del && echo "first DEL ok (from manifold's cache)"
 new_requests
-run_driver del && echo "second DEL ok (no cache left: manifold rebuilds the delegates from the pod and NADs and DELs again, so no IP can leak)"
+run_driver del && echo "second DEL ok (no cache left: manifold rebuilds the delegates from the" \
+  "pod and NADs and DELs again, so no IP can leak)"
 new_requests
 
 section "what is left"
@@ -199,4 +203,5 @@ ip -n "$pod" -br link
 echo "-- source-routing rules: $(ip -n "$pod" rule | grep -c 'lookup [0-9]' || true)"
 echo "-- CNIMESH rules: $(mesh_rules | wc -l)"
 echo "-- manifold cache files: $(find "$work/cache" -type f 2>/dev/null | wc -l)"
-echo "-- host-local reservations: $(find "$work/ipam" -type f ! -name lock ! -name 'last_reserved_ip*' | wc -l)"
+reservations=$(find "$work/ipam" -type f ! -name lock ! -name 'last_reserved_ip*' | wc -l)
+echo "-- host-local reservations: $reservations"

@@ -5,7 +5,8 @@ the three authentication outcomes (and the admin identity), real Status bodies, 
 conflicts, every fault action, the request log and keep-alive connection ids, NADs, events,
 discovery, Table output, merge and strategic merge PATCH, and the kubeconfig writer; then the
 machine's real kubectl (required: a missing kubectl fails) and ctl.py drive the double as an
-operator's shell would. No root and no network are needed. Run: python3 -m unittest -v test_apiserver (in this directory).
+operator's shell would. No root and no network are needed.
+Run: python3 -m unittest -v test_apiserver (in this directory).
 """
 
 from __future__ import annotations
