@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything manifold needs to build and to run its whole test suite on Debian 12:
 # toolchain, libraries, Go + libcni sources for the runtime driver, the CNI plugins used as
-# delegates, the network tools, and the real runtimes of test_runtime_*.py (podman, containerd,
-# runc, busybox-static for their rootfs, python3-grpcio + python3-grpc-tools for the CRI client).
-# Idempotent and non-interactive: when every package is already installed it does not touch apt at
-# all. Must run as root (it does in CI).
+# delegates, the network tools, kubectl, and the real runtimes of test_runtime_*.py (podman,
+# containerd, runc, busybox-static for their rootfs, python3-grpcio + python3-grpc-tools for the CRI
+# client). Idempotent and non-interactive: when every package is already installed it does not touch
+# apt at all. Must run as root (it does in CI).
 set -euo pipefail
 
 packages=(
@@ -15,6 +15,12 @@ packages=(
   iptables iproute2 python3 openssl clang libclang-rt-14-dev util-linux procps valgrind
   podman containerd runc busybox-static python3-grpcio python3-grpc-tools
 )
+# kubectl (the API server double's tests and the demo run it): Debian's kubernetes-client, unless a
+# kubectl is already on PATH; another package (e.g. Google Cloud SDK's kubectl) may own
+# /usr/bin/kubectl, and kubernetes-client would conflict with it.
+if ! command -v kubectl >/dev/null 2>&1; then
+  packages+=(kubernetes-client)
+fi
 
 missing=()
 for pkg in "${packages[@]}"; do

@@ -3,9 +3,11 @@
 
     python3 server.py --dir <tmpdir> --port 0 [--admin-port 0] [--token T]... [--rbac manifold]
 
-It generates its PKI into --dir, starts serving, then announces readiness twice: one line
-`READY {json}` on stdout (the only stdout output) and the same JSON in <dir>/ready.json (written
-atomically). It runs until SIGTERM/SIGINT or `POST /admin/shutdown`, then stops cleanly.
+It generates its PKI into --dir, starts serving, writes two kubeconfigs for shell users
+(<dir>/kubeconfig: manifold's identity with the first token; <dir>/admin.kubeconfig: the admin
+identity kubectl uses), then announces readiness twice: one line `READY {json}` on stdout (the
+only stdout output) and the same JSON in <dir>/ready.json (written atomically). It runs until
+SIGTERM/SIGINT or `POST /admin/shutdown`, then stops cleanly.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kdouble.access import MANIFOLD_RBAC  # noqa: E402 (after the path set-up)
 from kdouble.certs import DEFAULT_CLIENT_CN  # noqa: E402
 from kdouble.core import ApiServer  # noqa: E402
+from kdouble.kubeconfig import render_kubeconfig  # noqa: E402
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -50,6 +53,21 @@ def write_ready_file(directory: str, info: dict) -> None:
     os.replace(tmp, os.path.join(directory, "ready.json"))
 
 
+def write_kubeconfigs(directory: str, info: dict) -> dict:
+    """Writes the manifold and admin kubeconfigs (0600); returns their paths by info key."""
+    paths = {}
+    for key, name, user, token in (("kubeconfig", "kubeconfig", "manifold", info["token"]),
+                                   ("admin_kubeconfig", "admin.kubeconfig", "admin",
+                                    info["admin_token"])):
+        path = os.path.join(directory, name)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(render_kubeconfig(info["url"], token=token, ca_file=info["ca_cert"],
+                                      user=user))
+        paths[key] = path
+    return paths
+
+
 def main(argv: list[str]) -> int:
     """Starts the double, announces it and serves until asked to stop."""
     args = parse_args(argv)
@@ -64,6 +82,7 @@ def main(argv: list[str]) -> int:
     core.start()
     try:
         info = core.info()
+        info.update(write_kubeconfigs(args.dir, info))
         write_ready_file(args.dir, info)
         sys.stdout.write("READY " + json.dumps(info) + "\n")
         sys.stdout.flush()

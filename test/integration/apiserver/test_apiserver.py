@@ -1,9 +1,12 @@
 """Tests of the Kubernetes API server double, driven through its process and admin API.
 
 They talk to the double with http.client and ssl exactly as a client would: TLS verification and
-the three authentication outcomes, real Status bodies, resourceVersion conflicts, every fault
-action, the request log and keep-alive connection ids, NADs, events and the kubeconfig writer.
-No root and no network are needed. Run: python3 -m unittest -v test_apiserver (in this directory).
+the three authentication outcomes (and the admin identity), real Status bodies, resourceVersion
+conflicts, every fault action, the request log and keep-alive connection ids, NADs, events,
+discovery, Table output, merge and strategic merge PATCH, and the kubeconfig writer; then the
+machine's real kubectl (required: a missing kubectl fails) and ctl.py drive the double as an
+operator's shell would. No root and no network are needed.
+Run: python3 -m unittest -v test_apiserver (in this directory).
 """
 
 from __future__ import annotations
@@ -12,15 +15,18 @@ import base64
 import http.client
 import json
 import os
+import shutil
 import socket
 import ssl
+import subprocess
 import sys
 import tempfile
 import time
 import unittest
 from typing import Any, Optional
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 
 from apiserver_double import AdminError, ApiServerDouble  # noqa: E402
 
@@ -213,7 +219,7 @@ class StatusBodyTest(DoubleTestCase):
             reply = self.call("GET", path)
             self.assertEqual((reply.status, reply.json["message"]),
                              (404, "the server could not find the requested resource"), path)
-        for method, path in (("DELETE", POD), ("PATCH", POD), ("POST", NADS),
+        for method, path in (("DELETE", POD), ("PATCH", NADS + "/x"), ("POST", NADS),
                              ("GET", "/api/v1/namespaces/default/events")):
             reply = self.call(method, path, body={} if method in ("PATCH", "POST") else None)
             self.assertEqual((reply.status, reply.json["reason"]), (405, "MethodNotAllowed"),
@@ -247,6 +253,22 @@ class StatusBodyTest(DoubleTestCase):
         self.assertEqual(secrets.json["message"],
                          f'secrets is forbidden: User "{USER}" cannot list resource "secrets" '
                          f'in API group "" in the namespace "default"')
+        for path in ("/api", "/apis", "/api/v1", "/apis/k8s.cni.cncf.io/v1"):
+            self.assertEqual(self.call("GET", path).status, 200, path)
+
+    def test_admin_token_is_allowed_everything_and_survives_rotation(self) -> None:
+        self.api.set_rbac("manifold")
+        self.api.set_tokens(["rotated"])
+        admin = self.api.admin_token
+        patch = self.call("PATCH", POD, body={}, token=admin,
+                          headers={"Content-Type": "application/merge-patch+json"})
+        self.assertEqual(patch.status, 200)
+        secrets = self.call("GET", "/api/v1/namespaces/default/secrets", token=admin)
+        self.assertEqual((secrets.status, secrets.json["reason"]), (404, "NotFound"))
+        self.assertEqual(self.call("GET", POD, token=self.initial_token).status, 401)
+        self.assertNotIn(admin, self.api.tokens())
+        self.assertEqual({e["user"] for e in self.api.requests() if e["status"] != 401},
+                         {"kubernetes-admin"})
 
     def test_content_negotiation(self) -> None:
         reply = self.call("GET", POD, headers={"Accept": "application/vnd.kubernetes.protobuf"})
@@ -569,6 +591,258 @@ class KubeconfigTest(DoubleTestCase):
             self.assertLess(text.index('- name: "decoy"'), text.index('- name: "double"'))
             with self.assertRaises(ValueError):
                 self.api.write_kubeconfig(path, auth="password")
+
+
+class DiscoveryTest(DoubleTestCase):
+    """Legacy discovery, generated from the route table."""
+
+    AGGREGATED = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+                  "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
+                  "application/json")
+
+    def test_root_documents_fall_back_from_aggregated_discovery(self) -> None:
+        api = self.call("GET", "/api", headers={"Accept": self.AGGREGATED})
+        self.assertEqual(api.headers["content-type"], "application/json")
+        self.assertEqual((api.json["kind"], api.json["versions"]), ("APIVersions", ["v1"]))
+        apis = self.call("GET", "/apis", headers={"Accept": self.AGGREGATED}).json
+        self.assertEqual(apis["kind"], "APIGroupList")
+        self.assertEqual([g["name"] for g in apis["groups"]], ["events.k8s.io", "k8s.cni.cncf.io"])
+        group = self.call("GET", "/apis/k8s.cni.cncf.io").json
+        self.assertEqual((group["kind"], group["preferredVersion"]),
+                         ("APIGroup", {"groupVersion": "k8s.cni.cncf.io/v1", "version": "v1"}))
+
+    def test_resource_lists_advertise_the_served_verbs(self) -> None:
+        core = self.call("GET", "/api/v1").json
+        self.assertEqual((core["kind"], core["groupVersion"]), ("APIResourceList", "v1"))
+        verbs = {r["name"]: r["verbs"] for r in core["resources"]}
+        self.assertEqual(verbs, {"events": ["create"], "pods": ["get", "list", "patch", "update"],
+                                 "pods/status": ["get", "patch", "update"]})
+        pods = [r for r in core["resources"] if r["name"] == "pods"][0]
+        self.assertEqual((pods["kind"], pods["singularName"], pods["namespaced"],
+                          pods["shortNames"]), ("Pod", "pod", True, ["po"]))
+        nads = self.call("GET", "/apis/k8s.cni.cncf.io/v1").json
+        self.assertEqual(nads["groupVersion"], "k8s.cni.cncf.io/v1")
+        self.assertEqual(nads["resources"], [{
+            "name": "network-attachment-definitions",
+            "singularName": "network-attachment-definition", "namespaced": True,
+            "kind": "NetworkAttachmentDefinition", "verbs": ["get", "list"],
+            "shortNames": ["net-attach-def"]}])
+
+    def test_absent_groups_versions_and_openapi_are_404(self) -> None:
+        for path in ("/apis/apps", "/apis/apps/v1", "/apis/k8s.cni.cncf.io/v2", "/api/v2",
+                     "/openapi/v2", "/openapi/v3"):
+            reply = self.call("GET", path)
+            self.assertEqual((reply.status, reply.json["reason"]), (404, "NotFound"), path)
+
+    def test_a_verb_added_to_the_route_table_is_advertised(self) -> None:
+        from kdouble import discovery, routes
+        table = routes.default_routes()
+        table.add(routes.PODS, {"watch": lambda store, call: (200, {})}, named=False)
+        doc = discovery.document("/api/v1", table, "127.0.0.1:1")
+        pods = [r for r in doc["resources"] if r["name"] == "pods"][0]
+        self.assertEqual(pods["verbs"], ["get", "list", "patch", "update", "watch"])
+
+
+class TableTest(DoubleTestCase):
+    """Server-side printing for `kubectl get`."""
+
+    TABLE = ("application/json;as=Table;v=v1;g=meta.k8s.io,"
+             "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json")
+
+    def test_pod_list_and_nad_as_table(self) -> None:
+        self.api.add_pod("default", "db", status={"phase": "Running", "podIP": "192.0.2.7",
+                                                  "containerStatuses": [
+                                                      {"ready": True, "restartCount": 2}]})
+        table = self.call("GET", "/api/v1/namespaces/default/pods",
+                          headers={"Accept": self.TABLE}).json
+        self.assertEqual((table["kind"], table["apiVersion"]), ("Table", "meta.k8s.io/v1"))
+        self.assertEqual([c["name"] for c in table["columnDefinitions"]],
+                         ["Name", "Ready", "Status", "Restarts", "Age", "IP", "Node"])
+        self.assertEqual([r["cells"][:4] + r["cells"][5:] for r in table["rows"]],
+                         [["db", "1/1", "Running", 2, "192.0.2.7", "node1"],
+                          ["web", "0/1", "Pending", 0, "<none>", "node1"]])
+        self.assertEqual(table["rows"][1]["object"]["metadata"]["uid"], "uid-web")
+        self.api.add_nad("default", "data", {"type": "macvlan"})
+        nad = self.call("GET", NADS + "/data", headers={"Accept": self.TABLE}).json
+        self.assertEqual([c["name"] for c in nad["columnDefinitions"]], ["Name", "Age"])
+        self.assertEqual(nad["rows"][0]["cells"][0], "data")
+
+    def test_table_only_where_it_can_be_served(self) -> None:
+        only_table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+        self.assertEqual(self.call("GET", "/api/v1", headers={"Accept": only_table}).status, 406)
+        missing = self.call("GET", POD + "x", headers={"Accept": self.TABLE})
+        self.assertEqual((missing.status, missing.json["kind"]), (404, "Status"))
+        plain = self.call("GET", POD, headers={"Accept": "application/json;as=Table"})
+        self.assertEqual((plain.status, plain.json["kind"]), (406, "Status"))
+
+
+class PatchTest(DoubleTestCase):
+    """PATCH pods/{name}[/status] with merge and strategic merge patches."""
+
+    MERGE = {"Content-Type": "application/merge-patch+json"}
+    STRATEGIC = {"Content-Type": "application/strategic-merge-patch+json"}
+
+    def patch(self, body: Any, headers: dict, path: str = POD) -> Reply:
+        """Sends one PATCH with the given Content-Type header."""
+        return self.call("PATCH", path, body=body, headers=headers)
+
+    def test_merge_patch_adds_an_annotation_and_bumps_resource_version(self) -> None:
+        before = self.api.get_pod("default", "web")
+        reply = self.patch({"metadata": {"annotations": {"k8s.v1.cni.cncf.io/networks": "a"}}},
+                           self.MERGE)
+        self.assertEqual(reply.status, 200)
+        self.assertEqual(reply.json["metadata"]["annotations"],
+                         {"existing": "yes", "k8s.v1.cni.cncf.io/networks": "a"})
+        self.assertGreater(int(reply.json["metadata"]["resourceVersion"]),
+                           int(before["metadata"]["resourceVersion"]))
+        self.assertEqual(self.api.get_pod("default", "web"), reply.json)
+        [entry] = self.api.requests()
+        self.assertEqual((entry["method"], entry["path"], entry["status"]),
+                         ("PATCH", POD, 200))
+        self.assertEqual(entry["headers"]["content-type"], "application/merge-patch+json")
+        self.assertIn("k8s.v1.cni.cncf.io/networks", entry["body"])
+
+    def test_null_removes_a_key_in_both_patch_types(self) -> None:
+        self.api.modify_pod("default", "web", annotations={"a": "1", "b": "2"})
+        reply = self.patch({"metadata": {"annotations": {"a": None}}}, self.MERGE)
+        self.assertEqual(reply.json["metadata"]["annotations"], {"existing": "yes", "b": "2"})
+        reply = self.patch({"metadata": {"annotations": {"b": None, "c": "3"}}}, self.STRATEGIC)
+        self.assertEqual(reply.json["metadata"]["annotations"], {"existing": "yes", "c": "3"})
+        reply = self.patch({"metadata": {"annotations": {"existing": None, "c": None}}},
+                           self.STRATEGIC)
+        self.assertNotIn("annotations", reply.json["metadata"])
+
+    def test_strategic_patch_directives(self) -> None:
+        reply = self.patch({"metadata": {"annotations": {"$patch": "replace", "only": "me"}}},
+                           self.STRATEGIC)
+        self.assertEqual(reply.json["metadata"]["annotations"], {"only": "me"})
+        reply = self.patch({"metadata": {"labels": {"app": "web"},
+                                         "$setElementOrder/finalizers": []}}, self.STRATEGIC)
+        self.assertEqual(reply.json["metadata"]["labels"], {"app": "web"})
+        reply = self.patch({"metadata": {"annotations": {"$patch": "delete"}}}, self.STRATEGIC)
+        self.assertNotIn("annotations", reply.json["metadata"])
+        reply = self.patch({"metadata": {"$retainKeys": ["labels"]}}, self.STRATEGIC)
+        self.assertEqual((reply.status, reply.json["reason"]), (400, "BadRequest"))
+
+    def test_resource_version_precondition(self) -> None:
+        current = self.api.get_pod("default", "web")["metadata"]["resourceVersion"]
+        self.api.modify_pod("default", "web", annotations={"other": "writer"})
+        stale = self.patch({"metadata": {"resourceVersion": current,
+                                         "annotations": {"a": "1"}}}, self.MERGE)
+        self.assertEqual((stale.status, stale.json["reason"]), (409, "Conflict"))
+        self.assertEqual(stale.json["message"],
+                         'Operation cannot be fulfilled on pods "web": the object has been '
+                         'modified; please apply your changes to the latest version and try again')
+        self.assertNotIn("a", self.api.get_pod("default", "web")["metadata"]["annotations"])
+        fresh = self.api.get_pod("default", "web")["metadata"]["resourceVersion"]
+        ok = self.patch({"metadata": {"resourceVersion": fresh, "annotations": {"a": "1"}}},
+                        self.STRATEGIC)
+        self.assertEqual(ok.status, 200)
+
+    def test_status_subresource_patch_changes_status(self) -> None:
+        reply = self.patch({"status": {"podIP": "192.0.2.9"}}, self.MERGE, POD + "/status")
+        self.assertEqual(reply.json["status"], {"phase": "Pending", "podIP": "192.0.2.9"})
+        reply = self.patch({"status": {"phase": "Running"}}, self.MERGE)
+        self.assertEqual(reply.json["status"]["phase"], "Pending")  # pods ignores status
+
+    def test_refused_patches(self) -> None:
+        cases = [
+            (b'{"metadata": ', self.MERGE, 400, "BadRequest"),
+            ([{"op": "add"}], self.MERGE, 400, "BadRequest"),
+            ([{"op": "add"}], {"Content-Type": "application/json-patch+json"}, 415,
+             "UnsupportedMediaType"),
+            ({}, {"Content-Type": "application/json"}, 415, "UnsupportedMediaType"),
+            ({"metadata": {"name": "other"}}, self.MERGE, 400, "BadRequest"),
+            ({"metadata": {"uid": "uid-other"}}, self.MERGE, 409, "Conflict"),
+            ({"metadata": {"annotations": {"bad key!": "x"}}}, self.MERGE, 422, "Invalid"),
+            ({"metadata": {"annotations": {"n": 1}}}, self.STRATEGIC, 400, "BadRequest"),
+        ]
+        for body, headers, code, reason in cases:
+            reply = self.patch(body, headers)
+            self.assertEqual((reply.status, reply.json["reason"]), (code, reason), body)
+        self.assertEqual(self.api.get_pod("default", "web")["metadata"]["annotations"],
+                         {"existing": "yes"})
+        missing = self.patch({}, self.MERGE, "/api/v1/namespaces/default/pods/nope")
+        self.assertEqual((missing.status, missing.json["message"]), (404, 'pods "nope" not found'))
+
+
+class KubectlTest(DoubleTestCase):
+    """The machine's real kubectl against the double, with the admin kubeconfig it wrote."""
+
+    def kubectl(self, *args: str) -> str:
+        """Runs kubectl (it must be installed: test/install-deps.sh) and returns its stdout."""
+        binary = shutil.which("kubectl")
+        self.assertIsNotNone(binary, "kubectl is not on PATH: run test/install-deps.sh")
+        proc = subprocess.run([binary, "--kubeconfig", self.api.admin_kubeconfig,
+                               "--cache-dir", self.cache_dir, *args],
+                              capture_output=True, text=True, timeout=60, check=False)
+        self.assertEqual(proc.returncode, 0, f"kubectl {' '.join(args)}: {proc.stderr}")
+        return proc.stdout
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.api.set_rbac("manifold")
+        self.cache_dir = tempfile.mkdtemp(prefix="kubectl-cache-")
+        self.addCleanup(shutil.rmtree, self.cache_dir, True)
+
+    def test_get_pod_yaml_and_annotate_overwrite(self) -> None:
+        status = '[{"name":"cluster","interface":"eth0","ips":["192.0.2.5"],"default":true}]'
+        self.api.modify_pod("default", "web", annotations={
+            "k8s.v1.cni.cncf.io/network-status": status})
+        text = self.kubectl("get", "pod", "web", "-n", "default", "-o", "yaml")
+        self.assertIn("kind: Pod\n", text)
+        self.assertIn("  name: web\n", text)
+        self.assertIn(f"    k8s.v1.cni.cncf.io/network-status: '{status}'\n", text)
+        out = self.kubectl("annotate", "pod", "web", "-n", "default", "--overwrite",
+                           "k8s.v1.cni.cncf.io/networks=data,storage")
+        self.assertEqual(out, "pod/web annotated\n")
+        self.kubectl("annotate", "pod", "web", "-n", "default", "--overwrite",
+                     "k8s.v1.cni.cncf.io/networks=data")
+        stored = self.api.get_pod("default", "web")["metadata"]["annotations"]
+        self.assertEqual(stored["k8s.v1.cni.cncf.io/networks"], "data")
+        self.assertEqual(stored["existing"], "yes")
+        patches = self.api.requests(method="PATCH")
+        self.assertEqual([(p["path"], p["status"], p["user"]) for p in patches],
+                         [(POD, 200, "kubernetes-admin")] * 2)
+
+    def test_get_pods_and_net_attach_defs(self) -> None:
+        self.api.add_nad("default", "data", {"cniVersion": "1.0.0", "type": "macvlan"})
+        pods = self.kubectl("get", "pods", "-n", "default").splitlines()
+        self.assertEqual(pods[0].split(), ["NAME", "READY", "STATUS", "RESTARTS", "AGE"])
+        self.assertEqual(pods[-1].split()[:4], ["web", "0/1", "Pending", "0"])
+        nads = self.kubectl("get", "net-attach-def", "-n", "default").splitlines()
+        self.assertEqual([line.split()[0] for line in nads], ["NAME", "data"])
+
+    def test_the_double_writes_both_kubeconfigs(self) -> None:
+        admin = read_text(self.api.admin_kubeconfig)
+        self.assertIn(f'token: "{self.api.admin_token}"', admin)
+        manifold = read_text(self.api.kubeconfig)
+        self.assertIn(f'token: "{self.initial_token}"', manifold)
+        for path in (self.api.kubeconfig, self.api.admin_kubeconfig):
+            self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
+
+
+class CtlTest(DoubleTestCase):
+    """ctl.py, the shell front end of the admin API."""
+
+    def ctl(self, *args: str) -> str:
+        """Runs ctl.py against this double and returns its stdout."""
+        proc = subprocess.run([sys.executable, os.path.join(HERE, "ctl.py"), self.api.dir,
+                               *args], capture_output=True, text=True, timeout=60, check=True)
+        return proc.stdout
+
+    def test_add_objects_and_read_the_log(self) -> None:
+        out = self.ctl("add-pod", "demo", "web", "--uid", "u1", "--annotation", "a=b=c")
+        self.assertEqual(out, "pod demo/web (uid u1)\n")
+        self.assertEqual(self.api.get_pod("demo", "web")["metadata"]["annotations"], {"a": "b=c"})
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as config:
+            config.write('{"cniVersion":"1.0.0","type":"macvlan"}')
+            config.flush()
+            self.ctl("add-nad", "demo", "data", config.name)
+        self.call("GET", NADS.replace("default", "demo") + "/data")
+        self.assertEqual(self.ctl("requests", "--user", USER),
+                         f"GET {NADS.replace('default', 'demo')}/data 200\n")
+        self.assertEqual(self.ctl("requests", "--user", "nobody"), "")
 
 
 class LifecycleTest(unittest.TestCase):

@@ -2,9 +2,11 @@
 
 Authentication tries the client certificate first (verified against the double's CA during the
 TLS handshake; the user is the certificate's CN), then the bearer token (a mutable token → user
-table, so tests can rotate tokens). Anything else is 401. Authorization then applies, in order:
-deny rules added by tests (to provoke a 403 on one verb/resource), and, when enabled, an RBAC
-allow-list in ClusterRole form (`MANIFOLD_RBAC` is the role manifold ships: no `patch` anywhere).
+table, so tests can rotate tokens; plus a fixed admin token for an operator's kubectl). Anything
+else is 401. Authorization then applies, in order: deny rules added by tests (to provoke a 403 on
+one verb/resource), and, when enabled, an RBAC allow-list in ClusterRole form (`MANIFOLD_RBAC` is
+the role manifold ships: no `patch` anywhere). The admin user is allowed everything, like a member
+of `system:masters`, whose requests no authorizer sees.
 `RequestInfo` mirrors the apiserver's request-info resolver: it turns a URL and method into
 verb/group/resource/namespace/name/subresource.
 """
@@ -27,6 +29,9 @@ MANIFOLD_RBAC = [
      "verbs": ["get", "list"]},
     {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create"]},
 ]
+
+# The operator identity of the admin token (the user kubeadm's admin.conf certificate names).
+ADMIN_USER = "kubernetes-admin"
 
 # Non-resource URLs every authenticated user may GET (system:discovery / system:public-info-viewer).
 _DISCOVERY_PATHS = ("/api", "/api/*", "/apis", "/apis/*", "/version", "/version/",
@@ -110,9 +115,11 @@ class DenyRule:
 class AccessControl:
     """Token table, deny rules and optional RBAC allow-list, all changeable at runtime."""
 
-    def __init__(self, tokens: Iterable[str], user: str = DEFAULT_CLIENT_CN) -> None:
+    def __init__(self, tokens: Iterable[str], user: str = DEFAULT_CLIENT_CN,
+                 admin_token: Optional[str] = None) -> None:
         self._lock = threading.Lock()
         self._tokens: dict[str, str] = {}
+        self.admin_token = admin_token
         self._deny: list[DenyRule] = []
         self._rbac: Optional[list[dict]] = None
         self.default_user = user
@@ -144,6 +151,8 @@ class AccessControl:
         kind = "+".join(kinds) if kinds else "none"
         if cert_user:
             return kind, cert_user
+        if token and token == self.admin_token:
+            return kind, ADMIN_USER
         with self._lock:
             user = self._tokens.get(token) if token else None
         return kind, user
@@ -185,6 +194,8 @@ class AccessControl:
 
     def authorize(self, info: RequestInfo, user: str) -> Optional[dict]:
         """Returns the real 403 Status when the request is denied, else None."""
+        if user == ADMIN_USER:
+            return None
         with self._lock:
             denied = any(rule.matches(info, user) for rule in self._deny) or (
                 self._rbac is not None and not self._rbac_allows(info))

@@ -3,9 +3,11 @@
 One handler instance serves one TCP connection (the TLS handshake runs in the connection's own
 thread, so a stuck client cannot stall accept()). Each request is processed as kube-apiserver
 would: faults first (they model the network and overload in front of the server), then
-authentication (401), authorization (403), content negotiation (406/415) and routing to the store
-(404/405 for anything not served). Responses are compact JSON with Go's HTML escaping, a correct
-Content-Length and real `Status` bodies for errors; each is logged before it is written.
+authentication (401), authorization (403), content negotiation (406; JSON or a Table), then the
+route table (routes.py: 404/405 for anything not served, 415/400 for a body that cannot be decoded)
+or, for non-resource paths, version, health and discovery. Responses are compact JSON with Go's
+HTML escaping, a correct Content-Length and real `Status` bodies for errors; each is logged before
+it is written.
 """
 
 from __future__ import annotations
@@ -22,10 +24,14 @@ import uuid
 from typing import Any, Optional
 from urllib.parse import urlsplit
 
+from . import discovery
 from . import k8s_status as st
 from .access import RequestInfo, resolve_request
 from .faults import Fault, apply_set
-from .store import EVENTS_GROUP, NAD_GROUP, NAD_RESOURCE
+from .negotiation import JSON, media_type, negotiate
+from .patch import PATCH_TYPES
+from .routes import Call
+from .tables import to_table
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
 DRAIN_LIMIT_BYTES = 64 * 1024 * 1024
@@ -33,7 +39,6 @@ VERSION_INFO = {"major": "1", "minor": "30", "gitVersion": "v1.30.0-manifold-dou
                 "gitCommit": "0000000000000000000000000000000000000000",
                 "gitTreeState": "clean", "buildDate": "2024-01-01T00:00:00Z",
                 "goVersion": "go1.22.0", "compiler": "gc", "platform": "linux/amd64"}
-_JSON_ACCEPTS = ("application/json", "application/*", "*/*")
 
 
 def encode_json(obj: Any) -> bytes:
@@ -51,16 +56,6 @@ def _cert_common_name(cert: Optional[dict]) -> Optional[str]:
             if key == "commonName":
                 return value
     return None
-
-
-def _media_type(header: Optional[str]) -> str:
-    return (header or "").split(";", 1)[0].strip().lower()
-
-
-def _accepts_json(accept: Optional[str]) -> bool:
-    if not accept:
-        return True
-    return any(_media_type(part) in _JSON_ACCEPTS for part in accept.split(","))
 
 
 class Response:
@@ -344,31 +339,44 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         denied = self.core.access.authorize(info, user)
         if denied is not None:
             return Response(403, denied)
-        if not _accepts_json(self.headers.get("Accept")):
+        form = negotiate(self.headers.get("Accept"),
+                         table_ok=info.is_resource and info.verb in ("get", "list"))
+        if form is None:
             return Response(406, st.not_acceptable())
         if not info.is_resource:
             return self._non_resource(info)
-        handler = self._route(info)
-        if handler is None:
+        route = self.core.routes.find(info)
+        if route is None:
             return Response(404, st.path_not_found())
-        allowed, action = handler
-        if info.verb not in allowed:
+        handler = route.verbs.get(info.verb)
+        if handler is None:
             return Response(405, st.method_not_allowed())
-        decoded: Any = None
-        if info.verb in ("update", "create"):
-            content_type = self.headers.get("Content-Type")
-            if content_type and _media_type(content_type) != "application/json":
-                return Response(415, st.unsupported_media_type(content_type))
-            try:
-                decoded = json.loads(body.decode("utf-8")) if body else None
-            except (UnicodeDecodeError, ValueError) as err:
-                return Response(400, st.bad_request(
-                    f"couldn't get version/kind; json parse error: {err}"))
-            if decoded is None:
-                return Response(400, st.bad_request("couldn't get version/kind; json parse "
-                                                    "error: unexpected end of JSON input"))
-        code, obj = action(info, decoded)
+        call = Call(info, query, content_type=media_type(self.headers.get("Content-Type")))
+        if info.verb in ("update", "create", "patch"):
+            refusal = self._decode_body(call, body)
+            if refusal is not None:
+                return refusal
+        code, obj = handler(self.core.store, call)
+        if form != JSON and code == 200:
+            obj = to_table(obj, form, info.resource)
         return Response(code, obj)
+
+    def _decode_body(self, call: Call, body: bytes) -> Optional[Response]:
+        """Decodes a write's JSON body into call.body; returns the 415/400 refusal instead."""
+        patch = call.info.verb == "patch"
+        if patch and call.content_type not in PATCH_TYPES or \
+                not patch and call.content_type not in ("", "application/json"):
+            return Response(415, st.unsupported_media_type(
+                self.headers.get("Content-Type") or "",
+                PATCH_TYPES if patch else ("application/json",)))
+        what = "error decoding patch" if patch else "couldn't get version/kind; json parse error"
+        try:
+            call.body = json.loads(body.decode("utf-8")) if body else None
+        except (UnicodeDecodeError, ValueError) as err:
+            return Response(400, st.bad_request(f"{what}: {err}"))
+        if call.body is None:
+            return Response(400, st.bad_request(f"{what}: unexpected end of JSON input"))
+        return None
 
     def _non_resource(self, info: RequestInfo) -> Response:
         if info.verb not in ("get", "head"):
@@ -377,26 +385,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             return Response(200, VERSION_INFO)
         if info.path in ("/healthz", "/livez", "/readyz"):
             return Response(200, body=b"ok", content_type="text/plain; charset=utf-8")
-        return Response(404, st.path_not_found())
-
-    def _route(self, info: RequestInfo) -> Optional[tuple[tuple[str, ...], Any]]:
-        store = self.core.store
-        if info.extra_parts or not info.namespace or info.version != "v1":
-            return None
-        key = (info.group, info.resource, bool(info.name), info.subresource)
-        if key in (("", "pods", True, ""), ("", "pods", True, "status")):
-            def pod(i: RequestInfo, body: Any) -> tuple[int, dict]:
-                if i.verb == "update":
-                    return store.update_pod(i.namespace, i.name, body, i.subresource)
-                found = store.get_pod(i.namespace, i.name)
-                return (200, found) if found is not None else (404, st.not_found("pods", i.name))
-            return ("get", "update"), pod
-        if key == ("", "pods", False, ""):
-            return ("list",), lambda i, _: store.list_pods(i.namespace)
-        if key in (("", "events", False, ""), (EVENTS_GROUP, "events", False, "")):
-            return ("create",), lambda i, b: store.create_event(i.namespace, b, i.group)
-        if key == (NAD_GROUP, NAD_RESOURCE, False, ""):
-            return ("list",), lambda i, _: store.list_nads(i.namespace)
-        if key == (NAD_GROUP, NAD_RESOURCE, True, ""):
-            return ("get",), lambda i, _: store.get_nad(i.namespace, i.name)
-        return None
+        host, port = self.server.server_address[:2]
+        address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        doc = discovery.document(info.path, self.core.routes, address)
+        return Response(200, doc) if doc is not None else Response(404, st.path_not_found())

@@ -3,8 +3,8 @@
 It owns the PKI, the object store, access control, faults and the journal, listens for HTTPS on
 127.0.0.1 (and on ::1 with the same port when the host has IPv6), and serves a plain-HTTP admin
 API on 127.0.0.1 that `apiserver_double.ApiServerDouble` drives from other processes. Tests in the
-same process can use the attributes `store`, `access`, `faults` and `journal` directly. `stop()`
-closes the listeners and every open client connection.
+same process can use the attributes `store`, `routes` (the served API, see routes.py), `access`,
+`faults` and `journal` directly. `stop()` closes the listeners and every open client connection.
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ import sys
 import threading
 from typing import Iterable, Optional
 
-from .access import AccessControl
+from .access import ADMIN_USER, AccessControl
 from .api_handler import ApiHandler
 from .certs import DEFAULT_CLIENT_CN, Pki, generate_pki
 from .faults import FaultSet
 from .journal import Journal
+from .routes import default_routes
 from .store import Store
 
 
@@ -61,7 +62,9 @@ class ApiServer:
         self.verbose = verbose
         initial = list(tokens) if tokens else ["manifold-test-" + secrets.token_hex(16)]
         self.store = Store()
-        self.access = AccessControl(initial, user=client_cn)
+        self.routes = default_routes()
+        self.access = AccessControl(initial, user=client_cn,
+                                    admin_token="admin-" + secrets.token_hex(16))
         self.faults = FaultSet()
         self.journal = Journal()
         self.stopping = threading.Event()
@@ -185,4 +188,5 @@ class ApiServer:
                 "url_localhost": f"https://localhost:{self.port}",
                 "port": self.port, "admin_url": self.admin_url, "admin_port": self.admin_port,
                 "token": self.initial_token, "user": self.access.default_user,
+                "admin_token": self.access.admin_token, "admin_user": ADMIN_USER,
                 "dir": self.directory, **self.pki.to_dict()}

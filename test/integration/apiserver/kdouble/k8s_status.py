@@ -147,11 +147,11 @@ def not_acceptable() -> dict:
                   "only the following media types are accepted: application/json")
 
 
-def unsupported_media_type(content_type: str) -> dict:
-    """415 when the request body is not JSON."""
+def unsupported_media_type(content_type: str, accepted: tuple = ("application/json",)) -> dict:
+    """415 when the request body is not in one of the `accepted` media types."""
     return status(415, "UnsupportedMediaType",
                   f'the body of the request was in an unknown format - accepted media types '
-                  f'include: application/json (got "{content_type}")')
+                  f'include: {", ".join(accepted)} (got "{content_type}")')
 
 
 def entity_too_large(limit: int) -> dict:

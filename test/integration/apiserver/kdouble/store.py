@@ -5,8 +5,9 @@ cluster-wide resourceVersion counter (as etcd's revision). Updates follow the re
 for the paths manifold uses: name/namespace checks (400), UID precondition and resourceVersion
 optimistic concurrency (409), decoding errors worded like Go's JSON decoder (400), and annotation
 validation (422, including the 256 KiB total size limit). A pods/status update stores the body's
-annotations, labels and status and keeps the spec, as podStatusStrategy does. Every method returns
-deep copies, so callers can never mutate stored state by accident.
+annotations, labels and status and keeps the spec, as podStatusStrategy does; a PATCH is applied to
+the stored pod and then checked and stored like an update. Every method returns deep copies, so
+callers can never mutate stored state by accident.
 """
 
 from __future__ import annotations
@@ -20,15 +21,12 @@ import uuid
 from typing import Any, Optional
 
 from . import k8s_status as st
+from .patch import PatchError, apply_patch
+from .validation import DecodeError, check_object, validate_annotations
 
 NAD_GROUP = "k8s.cni.cncf.io"
 NAD_RESOURCE = "network-attachment-definitions"
 EVENTS_GROUP = "events.k8s.io"
-ANNOTATIONS_SIZE_LIMIT = 256 * 1024
-
-_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_PREFIX_RE = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")
-_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _RV_RE = re.compile(r"^[0-9]+$")
 
 Result = tuple[int, dict]
@@ -37,88 +35,6 @@ Result = tuple[int, dict]
 def now_rfc3339() -> str:
     """Returns the current UTC time in the format Kubernetes uses for timestamps."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def _go_json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if value is None:
-        return "null"
-    return "object"
-
-
-class DecodeError(Exception):
-    """A body that Go's JSON decoder would reject; the message is the decoder's."""
-
-
-def _decode_failure(kind: str, field: str, value: Any, go_type: str) -> DecodeError:
-    owner = "ObjectMeta" if field.startswith("metadata.") else kind
-    return DecodeError(f'{kind} in version "v1" cannot be handled as a {kind}: json: cannot '
-                       f'unmarshal {_go_json_type(value)} into Go struct field {owner}.{field} '
-                       f'of type {go_type}')
-
-
-def _check_str_map(kind: str, field: str, value: Any) -> None:
-    if value is None:
-        return
-    if not isinstance(value, dict):
-        raise _decode_failure(kind, field, value, "map[string]string")
-    for v in value.values():
-        if not isinstance(v, str):
-            raise _decode_failure(kind, field, v, "string")
-
-
-def _check_type(kind: str, field: str, value: Any, py_type: type, go_type: str) -> None:
-    if value is not None and (not isinstance(value, py_type) or isinstance(value, bool)
-                              and py_type is not bool):
-        raise _decode_failure(kind, field, value, go_type)
-
-
-def check_object(kind: str, body: Any) -> dict:
-    """Validates the generic shape of a decoded object; raises DecodeError like Go would."""
-    if not isinstance(body, dict):
-        raise DecodeError(f'{kind} in version "v1" cannot be handled as a {kind}: json: cannot '
-                          f'unmarshal {_go_json_type(body)} into Go value of type v1.{kind}')
-    for key in ("kind", "apiVersion"):
-        _check_type(kind, key, body.get(key), str, "string")
-    meta = body.get("metadata")
-    _check_type(kind, "metadata", meta, dict, "v1.ObjectMeta")
-    meta = meta or {}
-    for key in ("name", "generateName", "namespace", "uid", "resourceVersion"):
-        _check_type(kind, f"metadata.{key}", meta.get(key), str, "string")
-    _check_str_map(kind, "metadata.labels", meta.get("labels"))
-    _check_str_map(kind, "metadata.annotations", meta.get("annotations"))
-    for key in ("spec", "status"):
-        _check_type(kind, key, body.get(key), dict, f"v1.{kind}{key.capitalize()}")
-    return meta
-
-
-def validate_annotations(kind: str, name: str, annotations: dict) -> Optional[dict]:
-    """Returns a 422 Status when annotations break ValidateAnnotations, else None."""
-    total = 0
-    for key, value in annotations.items():
-        total += len(key.encode()) + len(value.encode())
-        prefix, _, part = key.rpartition("/")
-        if "/" in key and (not prefix or len(prefix) > 253 or not _PREFIX_RE.match(prefix)):
-            return st.invalid(kind, name, "metadata.annotations", "FieldValueInvalid",
-                              f'Invalid value: "{key}": prefix part a lowercase RFC 1123 '
-                              f'subdomain must consist of lower case alphanumeric characters, '
-                              f"'-' or '.', and must start and end with an alphanumeric character")
-        if not part or len(part) > 63 or not _NAME_RE.match(part):
-            return st.invalid(kind, name, "metadata.annotations", "FieldValueInvalid",
-                              f'Invalid value: "{key}": name part must consist of alphanumeric '
-                              f"characters, '-', '_' or '.', and must start and end with an "
-                              f"alphanumeric character, and be at most 63 characters")
-    if total > ANNOTATIONS_SIZE_LIMIT:
-        return st.invalid(kind, name, "metadata.annotations", "FieldValueTooLong",
-                          f"Too long: must have at most {ANNOTATIONS_SIZE_LIMIT} bytes")
-    return None
 
 
 class Store:
@@ -262,6 +178,25 @@ class Store:
                 stored["status"] = copy.deepcopy(body.get("status") or {})
             smeta["resourceVersion"] = self._next_rv()
             return 200, copy.deepcopy(stored)
+
+    def patch_pod(self, ns: str, name: str, patch: Any, patch_type: str,
+                  subresource: str) -> Result:
+        """Applies PATCH pods/{name}[/status]: the patch is applied to the stored pod and the
+        result goes through update_pod's checks, atomically. A resourceVersion in the patch is a
+        precondition (stale: 409); without one the patch applies to whatever is stored."""
+        with self._lock:
+            stored = self._pods.get((ns, name))
+            if stored is None:
+                return 404, st.not_found("pods", name)
+            try:
+                patched = apply_patch(patch_type, stored, patch)
+            except PatchError as err:
+                return 400, st.bad_request(str(err))
+            meta, smeta = patched.get("metadata"), stored.get("metadata")
+            if isinstance(meta, dict) and isinstance(smeta, dict) and \
+                    not meta.get("resourceVersion"):
+                meta["resourceVersion"] = smeta.get("resourceVersion")
+            return self.update_pod(ns, name, patched, subresource)
 
     # ---- network-attachment-definitions ----------------------------------------------------
 

@@ -1,0 +1,162 @@
+"""AdminClient: the methods that drive an API server double process through its admin API.
+
+Each method is one plain-HTTP call to the admin listener (127.0.0.1, port `info["admin_port"]`)
+described in README.md: objects (pods, NADs), tokens, faults, the request and connection logs,
+events, deny rules, RBAC and options. `ApiServerDouble` inherits them; `info` and `token` are set
+once the process is ready.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+from typing import Any, Optional, Union
+
+STATUS_PUT_PATH = r"^/api/v1/namespaces/[^/]+/pods/[^/]+/status$"
+
+
+class AdminError(RuntimeError):
+    """The admin API refused a request (bad arguments or unknown object)."""
+
+
+class AdminClient:
+    """Admin API calls of one double; subclasses provide `info` (the READY JSON) and `token`."""
+
+    info: dict
+    token: str
+
+    def _call(self, method: str, path: str, body: Optional[dict] = None,
+              timeout: float = 30.0, allow_404: bool = False) -> Any:
+        conn = http.client.HTTPConnection("127.0.0.1", self.info["admin_port"], timeout=timeout)
+        try:
+            data = json.dumps(body).encode() if body is not None else None
+            headers = {"Content-Type": "application/json"} if data is not None else {}
+            conn.request(method, path, body=data, headers=headers)
+            resp = conn.getresponse()
+            payload = json.loads(resp.read() or b"{}")
+        finally:
+            conn.close()
+        if resp.status == 404 and allow_404:
+            return None
+        if resp.status != 200:
+            raise AdminError(f"{method} {path}: {resp.status} {payload.get('error')}")
+        return payload
+
+    def add_pod(self, ns: str, name: str, uid: Optional[str] = None,
+                annotations: Optional[dict] = None, labels: Optional[dict] = None,
+                spec: Optional[dict] = None, status: Optional[dict] = None,
+                node_name: str = "node1", raw: Optional[dict] = None) -> dict:
+        """Creates (or replaces) a pod; returns it as the API would. `raw` stores it verbatim."""
+        return self._call("POST", "/admin/pods", {
+            "namespace": ns, "name": name, "uid": uid, "annotations": annotations,
+            "labels": labels, "spec": spec, "status": status, "node_name": node_name,
+            "raw": raw})
+
+    def get_pod(self, ns: str, name: str) -> Optional[dict]:
+        """Returns the stored pod (for assertions), or None when it does not exist."""
+        return self._call("GET", f"/admin/pods/{ns}/{name}", allow_404=True)
+
+    def modify_pod(self, ns: str, name: str, annotations: Optional[dict] = None,
+                   labels: Optional[dict] = None, merge: bool = True) -> dict:
+        """Changes a pod as another client would (its resourceVersion moves on)."""
+        return self._call("PATCH", f"/admin/pods/{ns}/{name}",
+                          {"annotations": annotations, "labels": labels, "merge": merge})
+
+    def delete_pod(self, ns: str, name: str) -> bool:
+        """Deletes a pod; returns whether it existed."""
+        return self._call("DELETE", f"/admin/pods/{ns}/{name}")["deleted"]
+
+    def add_nad(self, ns: str, name: str, config: Union[str, dict, None],
+                annotations: Optional[dict] = None, raw_spec: Any = None) -> dict:
+        """Creates (or replaces) a NAD. config: JSON text, a dict (serialized), or None for an
+        empty spec; raw_spec stores that spec verbatim (e.g. a non-string config)."""
+        if isinstance(config, dict):
+            config = json.dumps(config)
+        return self._call("POST", "/admin/nads", {"namespace": ns, "name": name,
+                                                  "config": config, "annotations": annotations,
+                                                  "raw_spec": raw_spec})
+
+    def delete_nad(self, ns: str, name: str) -> bool:
+        """Deletes a NAD; returns whether it existed."""
+        return self._call("DELETE", f"/admin/nads/{ns}/{name}")["deleted"]
+
+    def set_tokens(self, tokens: Union[list, dict]) -> None:
+        """Replaces the valid bearer tokens (list, or token → user). Old tokens then get 401.
+        `self.token` becomes the first new token."""
+        self._call("PUT", "/admin/tokens", {"tokens": tokens})
+        first = next(iter(tokens), None)
+        if first is not None:
+            self.token = first
+
+    def tokens(self) -> dict:
+        """Returns the token → user table."""
+        return self._call("GET", "/admin/tokens")["tokens"]
+
+    def add_fault(self, path: str = ".*", action: str = "status", method: Optional[str] = None,
+                  **options: Any) -> int:
+        """Adds a fault rule (see README.md for actions and options); returns its id."""
+        return self._call("POST", "/admin/faults",
+                          {"path": path, "action": action, "method": method, **options})["id"]
+
+    def conflict_next(self, count: int = 1, path: str = STATUS_PUT_PATH) -> int:
+        """Makes the next `count` pods/status PUTs lose a race with another writer (409)."""
+        return self.add_fault(path=path, action="conflict", method="PUT", count=count)
+
+    def remove_fault(self, fault_id: int) -> bool:
+        """Removes one fault rule."""
+        return self._call("DELETE", f"/admin/faults/{int(fault_id)}")["removed"]
+
+    def faults(self) -> list[dict]:
+        """Returns the fault rules with their remaining counts and hits."""
+        return self._call("GET", "/admin/faults")["faults"]
+
+    def clear_faults(self) -> None:
+        """Removes every fault rule."""
+        self._call("DELETE", "/admin/faults")
+
+    def requests(self, method: Optional[str] = None, path: Optional[str] = None) -> list[dict]:
+        """Returns the request log in arrival order, optionally filtered by method and by a
+        path regex (re.search)."""
+        entries = self._call("GET", "/admin/requests")["requests"]
+        return [e for e in entries if (method is None or e["method"] == method) and
+                (path is None or re.search(path, e["path"]))]
+
+    def clear_requests(self) -> None:
+        """Empties the request log (and forgets closed connections)."""
+        self._call("DELETE", "/admin/requests")
+
+    def connections(self) -> list[dict]:
+        """Returns every connection: id, peer, tls (ok/failed), error, client_cert_cn,
+        requests, open."""
+        return self._call("GET", "/admin/connections")["connections"]
+
+    def events(self) -> list[dict]:
+        """Returns every Event created through the API, oldest first."""
+        return self._call("GET", "/admin/events")["events"]
+
+    def clear_events(self) -> None:
+        """Forgets the stored events."""
+        self._call("DELETE", "/admin/events")
+
+    def deny(self, verb: Optional[str] = None, resource: Optional[str] = None,
+             namespace: Optional[str] = None, name: Optional[str] = None,
+             user: Optional[str] = None) -> None:
+        """Makes matching requests 403 (resource like "pods/status"; None matches anything)."""
+        self._call("POST", "/admin/deny", {"verb": verb, "resource": resource,
+                                           "namespace": namespace, "name": name, "user": user})
+
+    def clear_deny(self) -> None:
+        """Removes every deny rule."""
+        self._call("DELETE", "/admin/deny")
+
+    def set_rbac(self, rules: Union[str, list, None]) -> None:
+        """Enforces an RBAC allow-list: "manifold" (the shipped ClusterRole), a list of
+        ClusterRole rules, or None to allow everything."""
+        self._call("PUT", "/admin/rbac", {"rules": rules})
+
+    def set_options(self, strict_resource_version: bool) -> None:
+        """strict_resource_version=False accepts updates without resourceVersion, as the real
+        server does for pods (the default, True, answers them with 409)."""
+        self._call("PUT", "/admin/options",
+                   {"strict_resource_version": strict_resource_version})
