@@ -87,9 +87,15 @@ int run_cli(int argc, char** argv) {
   add_install_flags(*install, install_opts);
 
   GcOptions gopts;
-  auto* gc = app.add_subcommand("gc", "remove cache entries whose network namespace no longer exists");
+  auto* gc = app.add_subcommand(
+      "gc", "release (DEL without a namespace) and remove cache entries whose network namespace no longer exists");
   gc->add_option("--cni-dir", gopts.cni_dir, "manifold's cache directory (cniDir)")->capture_default_str();
-  gc->add_flag("--dry-run", gopts.dry_run, "only print what would be removed");
+  gc->add_option("--bin-dir", gopts.bin_dir, "where delegate plugins are looked up first (binDir)")
+      ->capture_default_str();
+  gc->add_option("--delegate-timeout", gopts.delegate_timeout_s, "seconds each delegate DEL may take")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
+  gc->add_flag("--dry-run", gopts.dry_run, "only print the plan: what would be DELeted and removed");
 
   try {
     app.parse(argc, argv);

@@ -50,12 +50,15 @@ struct Session {
   std::unique_ptr<exec::PluginInvoker> invoker;
   std::unique_ptr<exec::DelegateRunner> runner;
   std::vector<std::string> search_dirs;
+  /// The cache entry of this call: container, network name and CNI_IFNAME.
+  store::EntryKey key;
 };
 
 Session open_session(const Services& s, const cni::Invocation& inv) {
   Session session;
   session.config = cni::parse_meta_config(inv.config);
   configure_logging(session.config, inv);
+  session.key = {inv.container_id, session.config.name, inv.ifname};
   std::vector<std::string> dirs;
   if (!session.config.bin_dir.empty()) dirs.push_back(session.config.bin_dir);
   for (auto& d : exec::split_cni_path(inv.path)) dirs.push_back(std::move(d));
@@ -68,11 +71,17 @@ Session open_session(const Services& s, const cni::Invocation& inv) {
   return session;
 }
 
-// Waits for the readiness indicator file: bounded on ADD/STATUS/GC, a single look on DEL.
-void wait_for_readiness(const Services& s, const cni::MetaConfig& c, bool wait) {
+/// How a verb treats a readiness indicator file that is not there yet.
+enum class Readiness {
+  Wait,      ///< ADD, GC, STATUS: poll for it, bounded by readinessTimeout
+  LookOnce,  ///< DEL: look once, warn and go on (a DEL must release what it can)
+};
+
+// Waits for the readiness indicator file as `mode` says.
+void wait_for_readiness(const Services& s, const cni::MetaConfig& c, Readiness mode) {
   const std::string& file = c.readiness_indicator_file;
   if (file.empty() || s.file_exists(file)) return;
-  if (!wait) {
+  if (mode == Readiness::LookOnce) {
     util::log_warning("readiness indicator file ", file, " does not exist; continuing DEL");
     return;
   }
@@ -90,9 +99,10 @@ void wait_for_readiness(const Services& s, const cni::MetaConfig& c, bool wait) 
 void preflight_plugins(const Session& s, const std::vector<Attachment>& attachments) {
   for (const auto& a : attachments) {
     if (cni::is_conflist(a.delegate)) {
-      for (const auto& p : a.delegate["plugins"]) exec::find_plugin(p["type"].get<std::string>(), s.search_dirs);
+      for (const auto& p : a.delegate["plugins"])
+        (void)exec::find_plugin_or_builtin(p["type"].get<std::string>(), s.search_dirs);
     } else {
-      exec::find_plugin(a.delegate["type"].get<std::string>(), s.search_dirs);
+      (void)exec::find_plugin_or_builtin(a.delegate["type"].get<std::string>(), s.search_dirs);
     }
   }
 }
@@ -129,10 +139,6 @@ std::vector<Attachment> resolve_attachments(const Services& services, Session& s
   return resolve_pod_attachments(s.config, inv, kube, *pod, devices, mode);
 }
 
-std::string attachment_cni_args(const cni::Invocation& inv, const Attachment& a) {
-  return cni::delegate_cni_args(inv.args, a.extra_args);
-}
-
 // Where a delegate call of attachment `a` applies. Throws CniError(Decoding) when the cached
 // CNI_ARGS of `a` are not a string (a corrupt cache entry).
 exec::DelegateTarget target_for(const cni::Invocation& inv, const std::string& netns,
@@ -161,28 +167,6 @@ exec::DelegateTarget del_target_for(const cni::Invocation& inv, const std::strin
   }
 }
 
-// Removes a container's cache entry after its attachments were deleted. A failure (a read-only or
-// broken cniDir) is logged, not thrown: everything the entry describes is already released, and a
-// stale entry is harmless (its DEL is idempotent; the next DEL or GC removes it).
-void forget_entry(store::Cache& cache, const std::string& container_id) {
-  try {
-    cache.remove(container_id);
-  } catch (const CniError& e) {
-    util::log_error("cannot remove the cache entry of container ", container_id, " (", e.msg(),
-                    "); its networks were deleted, the next DEL or GC removes it");
-  }
-}
-
-// Stores the attachments of `record` whose DEL failed, for the next DEL to retry; a failure to
-// store them is logged (the caller reports the DEL's own error).
-void keep_failed(store::Cache& cache, store::ContainerRecord record, std::vector<store::AttachmentRecord> failed) {
-  record.attachments = std::move(failed);
-  try {
-    cache.save(record);
-  } catch (const CniError& e) {
-    util::log_error("cannot record the failed deletions of container ", record.container_id, ": ", e.msg());
-  }
-}
 
 // Marks a rebuilt record whose delegates must be DELeted without a namespace.
 const std::string kNoNetns = "-";
@@ -241,13 +225,34 @@ void remove_attachment_scoping(ScopingEnv& env, const cni::Invocation& inv, cons
   remove_scoping(env, a.extra["scoping"], a.ifname, prev ? &*prev : nullptr);
 }
 
-// DELs every attachment of `record` in reverse with CNI_NETNS `netns` ("" = none), removing its
-// network scoping first when `scoping` is given; returns the attachments whose DEL failed and the
-// first error.
-std::vector<store::AttachmentRecord> del_all(exec::DelegateRunner& runner, const cni::Invocation& inv,
-                                             const store::ContainerRecord& record, const std::string& netns,
-                                             std::optional<CniError>& first_error,
-                                             ScopingEnv* scoping = nullptr) {
+}  // namespace
+
+// Removes a cache entry after its attachments were deleted. A failure (a read-only or broken
+// cniDir) is logged, not thrown: everything the entry describes is already released, and a stale
+// entry is harmless (its DEL is idempotent; the next DEL or GC removes it).
+void forget_entry(store::Cache& cache, const store::EntryKey& key) {
+  try {
+    cache.remove(key);
+  } catch (const CniError& e) {
+    util::log_error("cannot remove the cache entry of container ", key.container_id, " in network \"", key.network,
+                    "\" on ", key.ifname, " (", e.msg(), "); its networks were deleted, the next DEL or GC removes it");
+  }
+}
+
+// Stores the attachments of `record` whose DEL failed, for the next DEL to retry; a failure to
+// store them is logged (the caller reports the DEL's own error).
+void keep_failed(store::Cache& cache, store::ContainerRecord record, std::vector<store::AttachmentRecord> failed) {
+  record.attachments = std::move(failed);
+  try {
+    cache.save(record);
+  } catch (const CniError& e) {
+    util::log_error("cannot record the failed deletions of container ", record.container_id, ": ", e.msg());
+  }
+}
+
+std::vector<store::AttachmentRecord> delete_attachments(exec::DelegateRunner& runner, const cni::Invocation& inv,
+                                                        const store::ContainerRecord& record, const std::string& netns,
+                                                        std::optional<CniError>& first_error, ScopingEnv* scoping) {
   std::vector<store::AttachmentRecord> failed;
   for (size_t i = record.attachments.size(); i-- > 0;) {
     const auto& a = record.attachments[i];
@@ -273,6 +278,8 @@ std::vector<store::AttachmentRecord> del_all(exec::DelegateRunner& runner, const
   return failed;
 }
 
+namespace {
+
 // Undoes a partial ADD: DEL of every recorded attachment in reverse. The last one is the delegate
 // whose ADD failed; its DEL is attempted but a failure there is only logged (a plugin cleans up after
 // its own failed ADD). The cache entry goes away unless the DEL of an attachment that *had* been
@@ -283,26 +290,27 @@ void roll_back(Session& s, const cni::Invocation& inv, store::ContainerRecord& r
   // belongs to an earlier ADD of the same container and must survive.
   if (record.attachments.empty()) return;
   std::optional<CniError> error;
-  auto failed = del_all(*s.runner, inv, record, del_netns(record.netns), error, scoping);
+  auto failed = delete_attachments(*s.runner, inv, record, del_netns(record.netns), error, scoping);
   if (last_failed && !failed.empty() && !record.attachments.empty() &&
       failed.back().ifname == record.attachments.back().ifname)
     failed.pop_back();
   // The ADD's own error is what the runtime must see: cache trouble here is only logged.
   if (failed.empty()) {
-    forget_entry(*s.cache, inv.container_id);
+    forget_entry(*s.cache, record.key());
     return;
   }
   keep_failed(*s.cache, record, std::move(failed));
 }
 
-// ADD refuses to overwrite a cache entry of the same container that it cannot read: it may
-// describe attachments only its DEL can still release.
-void refuse_unreadable_entry(store::Cache& cache, const std::string& container_id) {
+// ADD refuses to overwrite a cache entry of the same container and network that it cannot read: it
+// may describe attachments only its DEL can still release.
+void refuse_unreadable_entry(store::Cache& cache, const store::EntryKey& key) {
   try {
-    cache.load(container_id);
+    cache.load(key);
   } catch (const CniError& e) {
-    throw CniError(e.code(), "cannot ADD container " + container_id + ": its cache entry is unreadable (" +
-                                 e.msg() + "); DEL the container first, which releases what it can and removes it");
+    throw CniError(e.code(), "cannot ADD container " + key.container_id + " to network \"" + key.network +
+                                 "\": its cache entry is unreadable (" + e.msg() +
+                                 "); DEL the container first, which releases what it can and removes it");
   }
 }
 
@@ -344,15 +352,15 @@ void check_interface(netlink::NetOps& ops, const store::AttachmentRecord& a) {
   }
 }
 
-// Writes network-status (not for pods of systemNamespaces) and the AddedInterface events.
+// Writes network-status (not for pods of systemNamespaces) and the AddedInterface events (for all).
 // `results[i]` is the decoded result of `record.attachments[i]`.
 void publish_status(KubeAccess& kube, util::FileReader& files, const cni::MetaConfig& config,
                     const cni::Invocation& inv, const Json& pod, const store::ContainerRecord& record,
                     const std::vector<cni::Result>& results) {
   auto ref = cni::pod_ref_from(inv.args);
   auto policy = k8s::namespace_policy_from_config(config.raw);
-  if (k8s::is_system_namespace(policy, ref.namespace_)) return;
-  write_network_status(kube, ref, pod, k8s::render_network_status(status_inputs(record, results, files)));
+  if (!k8s::is_system_namespace(policy, ref.namespace_))  // as in Multus: no status there, but events
+    write_network_status(kube, ref, pod, k8s::render_network_status(status_inputs(record, results, files)));
   send_added_events(kube, ref, pod, record, results);
 }
 
@@ -381,10 +389,15 @@ std::vector<store::AttachmentRecord> rebuilt_attachments(const cni::MetaConfig& 
   return records;
 }
 
+// The attachments GC must keep, from `cni.dev/valid-attachments`: (containerID, ifname) pairs. The
+// key is required (spec 1.1): without it GC would collect every container of the network, so a
+// missing or null list is refused; an empty list is a valid request to collect everything.
 std::set<std::pair<std::string, std::string>> parse_valid_attachments(const Json& config) {
   std::set<std::pair<std::string, std::string>> valid;
   auto it = config.find("cni.dev/valid-attachments");
-  if (it == config.end() || it->is_null()) return valid;
+  if (it == config.end() || it->is_null())
+    cni::throw_invalid_config(
+        "invalid config: GC needs \"cni.dev/valid-attachments\" (the attachments to keep; [] collects all)");
   if (!it->is_array()) cni::throw_invalid_config("invalid config: key \"cni.dev/valid-attachments\" must be a list");
   for (const auto& v : *it) {
     if (!v.is_object() || !v.contains("containerID") || !v["containerID"].is_string() ||
@@ -396,57 +409,143 @@ std::set<std::pair<std::string, std::string>> parse_valid_attachments(const Json
   return valid;
 }
 
+// True when the runtime still lists the container of `key` (by ID, and by ifname when both are known).
+bool still_valid(const std::set<std::pair<std::string, std::string>>& valid, const store::EntryKey& key) {
+  for (const auto& [id, ifname] : valid)
+    if (id == key.container_id && (key.ifname.empty() || ifname.empty() || ifname == key.ifname)) return true;
+  return false;
+}
+
 // GC of a cache entry that cannot be read: kept when the runtime still lists its container (its
 // DEL will release it); otherwise the configured networks are DELed best-effort without a
 // namespace, so their IPAM lets go of what the container held, and the entry is removed.
 void gc_unreadable_entry(Session& s, const cni::Invocation& inv,
-                         const std::set<std::pair<std::string, std::string>>& valid, const std::string& id,
+                         const std::set<std::pair<std::string, std::string>>& valid, const store::EntryKey& key,
                          const CniError& why) {
-  for (const auto& v : valid) {
-    if (v.first != id) continue;
-    util::log_error("GC: cache entry of live container ", id, " is unreadable (", why.msg(), "); keeping it");
+  if (still_valid(valid, key)) {
+    util::log_error("GC: cache entry ", key.str(), " of a live container is unreadable (", why.msg(), "); keeping it");
     return;
   }
-  util::log_error("GC: cache entry of ", id, " is unreadable (", why.msg(),
+  util::log_error("GC: cache entry ", key.str(), " is unreadable (", why.msg(),
                   "); releasing the configured networks best-effort and removing it");
   cni::Invocation gone = inv;
-  gone.container_id = id;
-  if (gone.ifname.empty()) gone.ifname = "eth0";
+  gone.container_id = key.container_id;
+  gone.ifname = key.ifname.empty() ? (inv.ifname.empty() ? "eth0" : inv.ifname) : key.ifname;
   store::ContainerRecord record;
-  record.container_id = id;
+  record.container_id = key.container_id;
   record.netns = kNoNetns;
   std::optional<CniError> error;
   try {
     record.attachments = rebuilt_attachments(s.config, resolve_static_attachments(s.config, gone));
-    del_all(*s.runner, gone, record, "", error);
+    delete_attachments(*s.runner, gone, record, "", error);
   } catch (const CniError& e) {
     error = e;
   }
-  if (error) util::log_error("GC: best-effort DEL of ", id, ": ", error->msg());
-  forget_entry(*s.cache, id);
+  if (error) util::log_error("GC: best-effort DEL of ", key.str(), ": ", error->msg());
+  forget_entry(*s.cache, key);
+}
+
+// The attachments of the networks manifold is configured with (no pod): for GC and STATUS. NAD
+// names are resolved through the API when Kubernetes is configured, as ADD resolves them.
+std::vector<Attachment> configured_attachments(const Services& services, const Session& s, const cni::Invocation& inv) {
+  cni::Invocation named = inv;
+  if (named.ifname.empty()) named.ifname = "eth0";
+  KubeAccess kube(services, s.config);
+  return resolve_configured_attachments(s.config, named, kube);
+}
+
+// The delegate config of a configured network as its GC or STATUS gets it: scoping keys stripped,
+// runtimeConfig injected.
+std::string configured_delegate_text(const cni::MetaConfig& config, const Attachment& a) {
+  Json delegate = a.delegate;
+  (void)strip_scoping_keys(delegate);  // the scoping keys never reach a delegate
+  return cni::prepare_delegate(delegate, a.runtime_config, config.cni_version).dump();
+}
+
+// GC step 1: DEL (without a namespace) and forget every entry of this network whose container the
+// runtime no longer lists. First-layout entries (no network recorded) are collected by any GC.
+void collect_stale_entries(Session& s, const cni::Invocation& inv,
+                           const std::set<std::pair<std::string, std::string>>& valid,
+                           std::optional<CniError>& error) {
+  for (const auto& key : s.cache->list()) {
+    if (!key.legacy() && key.network != s.config.name) continue;
+    auto lock = s.cache->lock(key.container_id);
+    std::optional<store::ContainerRecord> record;
+    try {
+      record = s.cache->load(key);
+    } catch (const CniError& e) {
+      gc_unreadable_entry(s, inv, valid, key, e);
+      continue;
+    }
+    if (!record || still_valid(valid, record->key().legacy() ? store::EntryKey{key.container_id, "", record->ifname}
+                                                             : record->key()))
+      continue;
+    util::log_verbose("GC: ", key.str(), " is not a valid attachment; deleting its networks");
+    cni::Invocation gone = inv;
+    gone.container_id = record->container_id;
+    // The runtime no longer knows this container: its namespace is not ours to enter any more, so
+    // the delegates get no CNI_NETNS and only release what they hold (IPAM).
+    auto failed = delete_attachments(*s.runner, gone, *record, "", error);
+    if (failed.empty()) {
+      forget_entry(*s.cache, key);
+    } else {
+      // Only deleted attachments leave the cache; the others stay for the next GC or DEL.
+      util::log_error("GC: ", failed.size(), " network(s) of ", key.str(), " could not be deleted; keeping them cached");
+      if (record->network.empty()) record->network = s.config.name;
+      keep_failed(*s.cache, *record, std::move(failed));
+    }
+  }
+}
+
+// GC step 2: the attachments of network `name` that remain cached, for its delegate's own GC.
+Json remaining_attachments_of(store::Cache& cache, const std::string& network, const std::string& name) {
+  Json still = Json::array();
+  for (const auto& key : cache.list()) {
+    if (!key.legacy() && key.network != network) continue;
+    try {
+      auto record = cache.load(key);
+      if (!record) continue;
+      for (const auto& r : record->attachments)
+        if (r.name == name) still.push_back({{"containerID", key.container_id}, {"ifname", r.ifname}});
+    } catch (const CniError&) {
+    }
+  }
+  return still;
 }
 
 }  // namespace
 
+cni::Invocation invocation_for(const store::ContainerRecord& record) {
+  cni::Invocation inv;
+  inv.command = cni::Command::Del;
+  inv.container_id = record.container_id;
+  inv.ifname = record.ifname;
+  inv.path = record.cni_path;
+  inv.version = record.cni_version;
+  return inv;
+}
+
 std::string Commands::add(const cni::Invocation& inv) {
   Session s = open_session(services_, inv);
-  wait_for_readiness(services_, s.config, true);
+  wait_for_readiness(services_, s.config, Readiness::Wait);
   KubeAccess kube(services_, s.config);
   auto pod = lookup_pod(kube, inv);
   auto attachments = resolve_attachments(services_, s, kube, inv, pod);
   auto plans = plan_attachments_scoping(s.config.scoping, attachments);  // strips the keys; a bad one is 7
   preflight_plugins(s, attachments);
   auto lock = s.cache->lock(inv.container_id);
-  refuse_unreadable_entry(*s.cache, inv.container_id);
+  refuse_unreadable_entry(*s.cache, s.key);
   auto netns = services_.open_netns(inv.netns);
   IptablesRunnerPool iptables = iptables_pool(services_, inv.netns);
   ScopingEnv scoping{*netns, iptables};
 
   store::ContainerRecord record;
   record.container_id = inv.container_id;
+  record.network = s.config.name;
   record.netns = inv.netns;
   record.ifname = inv.ifname;
   record.cni_version = inv.version;
+  record.cni_path = inv.path;
   std::vector<cni::Result> results;  // results[i]: record.attachments[i]'s result, decoded once
   try {
     for (size_t i = 0; i < attachments.size(); ++i) {
@@ -463,7 +562,7 @@ std::string Commands::add(const cni::Invocation& inv) {
       // The version its result is decoded in, taken before the dump instead of re-parsing rec.config.
       const std::string version = cni::delegate_version(prepared);
       rec.config = prepared.dump();
-      rec.extra["cniArgs"] = attachment_cni_args(inv, a);
+      rec.extra["cniArgs"] = attachment_cni_args(inv.args, a);
       if (!a.device_info_file.empty()) rec.extra["deviceInfoFile"] = a.device_info_file;
       if (Json st = initial_scoping_state(plans[i]); !st.is_null()) rec.extra["scoping"] = st;
       record.attachments.push_back(rec);
@@ -496,34 +595,33 @@ std::string Commands::add(const cni::Invocation& inv) {
       if (record.attachments[i].result != texts[i]) results[i] = decode_attachment_result(record.attachments[i]);
     if (pod) publish_status(kube, *services_.files, s.config, inv, *pod, record, results);
     return render_result(record, results, inv.version, s.config.return_all_results);
-  } catch (const CniError& e) {
-    util::log_error("ADD failed, rolling back ", record.attachments.size(), " attachment(s): ", e.msg());
-    roll_back(s, inv, record, !record.attachments.empty() && record.attachments.back().result.empty(), &scoping);
-    throw;
   } catch (...) {
-    roll_back(s, inv, record, !record.attachments.empty() && record.attachments.back().result.empty(), &scoping);
+    if (record.attachments.empty()) throw;
+    util::log_error("ADD failed, rolling back ", record.attachments.size(), " attachment(s)");
+    roll_back(s, inv, record, record.attachments.back().result.empty(), &scoping);
     throw;
   }
 }
 
 std::string Commands::del(const cni::Invocation& inv) {
   Session s = open_session(services_, inv);
-  wait_for_readiness(services_, s.config, false);
+  wait_for_readiness(services_, s.config, Readiness::LookOnce);
   auto lock = s.cache->lock(inv.container_id);
   std::optional<store::ContainerRecord> record;
   try {
-    record = s.cache->load(inv.container_id);
+    record = s.cache->load(s.key);
   } catch (const CniError& e) {
-    util::log_error("cache entry of container ", inv.container_id, " is unreadable (", e.msg(),
+    util::log_error("cache entry ", s.key.str(), " is unreadable (", e.msg(),
                     "); deleting the configured networks best-effort");
   }
   if (record) {
     if (const auto* bad = first_unusable(*record)) {
-      util::log_error("cache entry of container ", inv.container_id, " is unreadable (the cached config of network \"",
+      util::log_error("cache entry ", s.key.str(), " is unreadable (the cached config of network \"",
                       bad->name, "\" (", bad->ifname, ") is not a delegate config); deleting the configured networks best-effort");
       record.reset();
     }
   }
+  if (record && record->network.empty()) record->network = s.key.network;  // a first-layout entry moves on
   bool rebuilt = !record;
   if (!record) {
     // No usable cache: DEL what the config says would have been attached, so IPs are not leaked.
@@ -531,6 +629,8 @@ std::string Commands::del(const cni::Invocation& inv) {
     // get no CNI_NETNS: they release their IPAM and leave every link alone.
     record.emplace();
     record->container_id = inv.container_id;
+    record->network = s.key.network;
+    record->ifname = inv.ifname;
     record->netns = kNoNetns;
     try {
       std::vector<Attachment> attachments;
@@ -544,22 +644,22 @@ std::string Commands::del(const cni::Invocation& inv) {
       }
       record->attachments = rebuilt_attachments(s.config, attachments);
     } catch (const CniError& e) {
-      util::log_error("cannot rebuild the networks of container ", inv.container_id, ": ", e.msg());
+      util::log_error("cannot rebuild the networks of ", s.key.str(), ": ", e.msg());
     }
   }
   std::optional<CniError> error;
   // A rebuilt record's scoping is looked for in the runtime's namespace: found by our chain names
   // and by rules at our priority from the prevResult IPs, it can only be ours.
   auto scoping = open_scoping_for_del(services_, del_netns(rebuilt ? inv.netns : record->netns), *record);
-  auto failed = del_all(*s.runner, inv, *record, del_netns(record->netns), error, scoping ? &scoping->env : nullptr);
+  auto failed = delete_attachments(*s.runner, inv, *record, del_netns(record->netns), error, scoping ? &scoping->env : nullptr);
   if (rebuilt) {
     // Best effort: nothing proves these delegates were ever added, so their errors are only logged.
     if (error) util::log_error("best-effort DEL without a cache entry: ", error->msg());
-    forget_entry(*s.cache, inv.container_id);
+    forget_entry(*s.cache, s.key);
     return "";
   }
   if (failed.empty() || !s.config.retry_delete_on_error) {
-    forget_entry(*s.cache, inv.container_id);
+    forget_entry(*s.cache, s.key);
   } else {
     keep_failed(*s.cache, *record, std::move(failed));
   }
@@ -570,9 +670,10 @@ std::string Commands::del(const cni::Invocation& inv) {
 std::string Commands::check(const cni::Invocation& inv) {
   Session s = open_session(services_, inv);
   auto lock = s.cache->lock(inv.container_id);
-  auto record = s.cache->load(inv.container_id);
+  auto record = s.cache->load(s.key);
   if (!record || record->attachments.empty())
-    throw CniError(ErrorCode::UnknownContainer, "no attachments are recorded for container " + inv.container_id);
+    throw CniError(ErrorCode::UnknownContainer, "no attachments are recorded for container " + inv.container_id +
+                                                    " in network \"" + s.key.network + "\" (" + inv.ifname + ")");
   auto netns = services_.open_netns(inv.netns);
   IptablesRunnerPool iptables = iptables_pool(services_, inv.netns);
   ScopingEnv scoping{*netns, iptables};
@@ -593,52 +694,23 @@ std::string Commands::check(const cni::Invocation& inv) {
 
 std::string Commands::gc(const cni::Invocation& inv) {
   Session s = open_session(services_, inv);
-  wait_for_readiness(services_, s.config, true);
   auto valid = parse_valid_attachments(inv.config);
+  wait_for_readiness(services_, s.config, Readiness::Wait);
   std::optional<CniError> error;
-  for (const auto& id : s.cache->list()) {
-    auto lock = s.cache->lock(id);
-    std::optional<store::ContainerRecord> record;
-    try {
-      record = s.cache->load(id);
-    } catch (const CniError& e) {
-      gc_unreadable_entry(s, inv, valid, id, e);
-      continue;
-    }
-    if (!record || valid.count({record->container_id, record->ifname})) continue;
-    util::log_verbose("GC: container ", id, " is not a valid attachment; deleting its networks");
-    cni::Invocation gone = inv;
-    gone.container_id = record->container_id;
-    // The runtime no longer knows this container: its namespace is not ours to enter any more, so
-    // the delegates get no CNI_NETNS and only release what they hold (IPAM).
-    auto failed = del_all(*s.runner, gone, *record, "", error);
-    if (failed.empty()) {
-      forget_entry(*s.cache, id);
-    } else {
-      // Only deleted attachments leave the cache; the others stay for the next GC or DEL.
-      util::log_error("GC: ", failed.size(), " network(s) of container ", id, " could not be deleted; keeping them cached");
-      keep_failed(*s.cache, *record, std::move(failed));
-    }
+  collect_stale_entries(s, inv, valid, error);
+  // Delegates that speak 1.1.0 get their own GC with the attachments that remain theirs. The cache
+  // part above needs no API; resolving NAD-named networks does, and its failure is reported after.
+  std::vector<Attachment> configured;
+  try {
+    configured = configured_attachments(services_, s, inv);
+  } catch (const CniError& e) {
+    util::log_error("GC: cannot resolve the configured networks for their own GC: ", e.msg());
+    if (!error) error = e;
   }
-  // Delegates that speak 1.1.0 get their own GC with the attachments that remain theirs.
-  cni::Invocation named = inv;
-  if (named.ifname.empty()) named.ifname = "eth0";
-  for (const auto& a : resolve_static_attachments(s.config, named)) {
-    Json still = Json::array();
-    for (const auto& id : s.cache->list()) {
-      try {
-        auto record = s.cache->load(id);
-        if (!record) continue;
-        for (const auto& r : record->attachments)
-          if (r.name == a.name) still.push_back({{"containerID", id}, {"ifname", r.ifname}});
-      } catch (const CniError&) {
-      }
-    }
-    Json delegate = a.delegate;
-    (void)strip_scoping_keys(delegate);  // the scoping keys never reach a delegate
-    std::string conf = cni::prepare_delegate(delegate, a.runtime_config, s.config.cni_version).dump();
+  for (const auto& a : configured) {
     try {
-      s.runner->gc(conf, still, inv.path);
+      s.runner->gc(configured_delegate_text(s.config, a), remaining_attachments_of(*s.cache, s.config.name, a.name),
+                   inv.path);
     } catch (const CniError& e) {
       if (!error) error = e;
     }
@@ -649,15 +721,20 @@ std::string Commands::gc(const cni::Invocation& inv) {
 
 std::string Commands::status(const cni::Invocation& inv) {
   Session s = open_session(services_, inv);
-  wait_for_readiness(services_, s.config, true);
-  cni::Invocation named = inv;
-  if (named.ifname.empty()) named.ifname = "eth0";
-  auto attachments = resolve_static_attachments(s.config, named);
-  const Attachment& cluster = attachments.front();
-  Json delegate = cluster.delegate;
-  (void)strip_scoping_keys(delegate);  // the scoping keys never reach a delegate
-  std::string conf = cni::prepare_delegate(delegate, cluster.runtime_config, s.config.cni_version).dump();
-  if (!s.runner->status(conf, inv.path))
+  wait_for_readiness(services_, s.config, Readiness::Wait);
+  std::vector<Attachment> configured;
+  try {
+    configured = configured_attachments(services_, s, inv);
+  } catch (const k8s::ApiError& e) {
+    // The cluster network is a NAD and the API cannot say what it is: an unreachable API server
+    // does not make the node's pod network unready (ADD of pods without it may still work, and the
+    // runtime would otherwise stop scheduling); readiness is the cluster delegate's to report.
+    util::log_warning("STATUS: cannot resolve the cluster network through the Kubernetes API (", e.msg(),
+                      "); reporting ready without asking its delegate");
+    return "";
+  }
+  const Attachment& cluster = configured.front();
+  if (!s.runner->status(configured_delegate_text(s.config, cluster), inv.path))
     util::log_verbose("cluster network \"", cluster.name, "\" predates STATUS; reporting ready");
   return "";
 }

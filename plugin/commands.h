@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "cni/error.h"
 #include "cni/skel.h"
+#include "exec/delegate_runner.h"
 #include "exec/process.h"
 #include "firewall/runner.h"
 #include "k8s/http.h"
@@ -21,6 +23,8 @@
 #include "util/file_reader.h"
 
 namespace manifold::plugin {
+
+struct ScopingEnv;
 
 /// The side effects the verbs need.
 struct Services {
@@ -54,6 +58,27 @@ struct Services {
 
 /// Services backed by the real system.
 Services real_services(exec::ProcessRunner& runner);
+
+/// DELs every attachment of `record` in reverse with CNI_NETNS `netns` ("" = none: the delegates
+/// only release what they hold, e.g. IPAM), removing its network scoping first when `scoping` is
+/// given. Returns the attachments whose DEL failed; the first error goes to `first_error`. `inv`
+/// supplies the container, CNI_PATH and the runtime's CNI_ARGS (for attachments without cached
+/// ones).
+std::vector<store::AttachmentRecord> delete_attachments(exec::DelegateRunner& runner, const cni::Invocation& inv,
+                                                        const store::ContainerRecord& record, const std::string& netns,
+                                                        std::optional<cni::CniError>& first_error,
+                                                        ScopingEnv* scoping = nullptr);
+
+/// Removes a cache entry whose attachments were all deleted; a failure is logged, not thrown.
+void forget_entry(store::Cache& cache, const store::EntryKey& key);
+
+/// Stores `record` with only its `failed` attachments, for the next DEL to retry; a failure is
+/// logged, not thrown.
+void keep_failed(store::Cache& cache, store::ContainerRecord record, std::vector<store::AttachmentRecord> failed);
+
+/// The DEL invocation of a cached entry outside a CNI call (manifold gc, the agent): its container,
+/// CNI_IFNAME, CNI_PATH and cniVersion; no namespace and no runtime CNI_ARGS.
+cni::Invocation invocation_for(const store::ContainerRecord& record);
 
 /// The CNI verb handlers.
 class Commands final : public cni::Handlers {

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <set>
 
 #include "cni/error.h"
 #include "store/cache.h"
@@ -18,22 +19,39 @@ bool netns_exists(const std::string& path) {
   return !path.empty() && std::filesystem::exists(path, ec);
 }
 
-// The cache entry `wanted` names: an exact ID or a unique prefix. Empty with a message on stderr
+// The container `wanted` names: an exact ID or a unique prefix. Empty with a message on stderr
 // when there is none or several.
 std::string resolve_id(store::FileCache& cache, const std::string& wanted) {
-  auto ids = cache.list();
-  std::vector<std::string> matches;
-  for (const auto& id : ids) {
-    if (id == wanted) return id;
-    if (id.rfind(wanted, 0) == 0) matches.push_back(id);
+  std::set<std::string> matches;
+  for (const auto& key : cache.list()) {
+    if (key.container_id == wanted) return wanted;
+    if (key.container_id.rfind(wanted, 0) == 0) matches.insert(key.container_id);
   }
-  if (matches.size() == 1) return matches.front();
+  if (matches.size() == 1) return *matches.begin();
   if (matches.empty()) {
     std::cerr << "manifold inspect: no cache entry for container " << wanted << " in " << cache.dir().string() << "\n";
   } else {
     std::cerr << "manifold inspect: " << wanted << " matches " << matches.size() << " containers; give more of the ID\n";
   }
   return {};
+}
+
+// The entries of `keys`, loaded; an unreadable one carries its error.
+std::vector<store::ContainerEntry> load_entries(store::FileCache& cache, const std::vector<store::EntryKey>& keys) {
+  std::vector<store::ContainerEntry> entries;
+  for (const auto& key : keys) {
+    store::ContainerEntry e;
+    e.key = key;
+    try {
+      e.record = cache.load(key);
+      if (!e.record) continue;  // removed since list()
+      e.netns_exists = netns_exists(e.record->netns);
+    } catch (const cni::CniError& err) {
+      e.error = err.msg();
+    }
+    entries.push_back(std::move(e));
+  }
+  return entries;
 }
 
 }  // namespace
@@ -46,33 +64,26 @@ int run_inspect(const InspectOptions& options) {
   store::FileCache cache(options.cni_dir);
   try {
     if (options.container_id.empty()) {
-      std::vector<store::ContainerEntry> entries;
-      for (const auto& id : cache.list()) {
-        store::ContainerEntry e;
-        e.container_id = id;
-        try {
-          e.record = cache.load(id);
-          if (!e.record) continue;  // removed since list()
-          e.netns_exists = netns_exists(e.record->netns);
-        } catch (const cni::CniError& err) {
-          e.error = err.msg();
-        }
-        entries.push_back(std::move(e));
-      }
+      auto entries = load_entries(cache, cache.list());
       if (options.json) std::cout << store::list_json(entries).dump(2) << "\n";
       else std::cout << store::list_table(entries, options.cni_dir);
       return 0;
     }
     std::string id = resolve_id(cache, options.container_id);
     if (id.empty()) return 1;
-    auto record = cache.load(id);
-    if (!record) {
-      std::cerr << "manifold inspect: the cache entry for " << id << " was removed meanwhile\n";
-      return 1;
+    // Every entry of the container: one per network a runtime attached it to.
+    Json all = Json::array();
+    std::string text;
+    for (const auto& e : load_entries(cache, cache.list(id))) {
+      if (!e.record) {
+        std::cerr << "manifold inspect: cache entry " << e.key.str() << " is unreadable: " << e.error << "\n";
+        return 1;
+      }
+      if (options.json) all.push_back(store::container_json(*e.record, e.netns_exists));
+      else text += (text.empty() ? "" : "\n") + store::container_text(*e.record, e.netns_exists);
     }
-    bool exists = netns_exists(record->netns);
-    if (options.json) std::cout << store::container_json(*record, exists).dump(2) << "\n";
-    else std::cout << store::container_text(*record, exists);
+    if (options.json) std::cout << (all.size() == 1 ? all[0] : all).dump(2) << "\n";
+    else std::cout << text;
     return 0;
   } catch (const cni::CniError& e) {
     std::cerr << "manifold inspect: " << e.msg() << "\n";

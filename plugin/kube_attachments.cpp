@@ -10,6 +10,7 @@
 #include "k8s/nad_config.h"
 #include "k8s/pod_object.h"
 #include "k8s/selection.h"
+#include "plugin/kube_status.h"
 #include "util/log.h"
 
 namespace manifold::plugin {
@@ -67,7 +68,7 @@ Attachment resolve_named_network(const std::string& value, bool cluster, const c
                                  NadResolver& nads) {
   Attachment a;
   a.cluster_network = cluster;
-  a.runtime_config = config.runtime_config;
+  a.runtime_config = runtime_config_for(config, cluster);
   if (value.find('/') == std::string::npos) {
     if (auto nad = nads.fetch(config.multus_namespace, value, true)) {
       a.delegate = nads.delegate_of(*nad, config.multus_namespace, value);
@@ -141,7 +142,10 @@ Json fetch_pod(KubeAccess& kube, const cni::PodRef& ref) {
   }
   k8s::validate_pod_object(pod, ref.namespace_, ref.name);
   std::string uid = k8s::pod_metadata_string(pod, "uid");
-  bool static_pod = !pod_annotation(pod, "kubernetes.io/config.source").empty();
+  // Static pods (from a file or URL on the node) have a mirror pod with another UID; only those are
+  // exempt, as in Multus: a pod whose source is "api" is checked like any other.
+  const std::string source = pod_annotation(pod, "kubernetes.io/config.source");
+  bool static_pod = !source.empty() && source != "api";
   if (!ref.uid.empty() && uid != ref.uid && !static_pod)
     throw CniError(ErrorCode::Kubernetes, "expected pod UID \"" + ref.uid + "\" but got \"" + uid +
                                               "\" from the Kubernetes API for pod " + ref.namespace_ + "/" + ref.name);
@@ -177,14 +181,24 @@ std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, c
       skipped.push_back(true);
     }
   };
+  // A missing NAD is also told to the pod's owner, as Multus does: a Warning Event NoNetworkFound.
+  auto fetch_nad = [&](const k8s::SelectionElement& e) -> const Json& {
+    try {
+      return *nads.fetch(e.namespace_, e.name, false);  // never null: missing throws
+    } catch (const CniError& err) {
+      if (err.code() == static_cast<unsigned>(ErrorCode::NetworkNotFound) && mode == Resolution::Strict)
+        send_warning_event(kube, ref, pod, "NoNetworkFound", err.msg());
+      throw;
+    }
+  };
   auto from_nad = [&](const k8s::SelectionElement& e, bool cluster) {
-    const Json& nad = *nads.fetch(e.namespace_, e.name, false);  // never null: missing throws
+    const Json& nad = fetch_nad(e);
     Attachment a;
     a.cluster_network = cluster;
     a.from_nad = true;
     a.name = e.namespace_ + "/" + e.name;
     a.delegate = nads.delegate_of(nad, e.namespace_, e.name);
-    a.runtime_config = config.runtime_config;
+    a.runtime_config = runtime_config_for(config, cluster);
     apply_selection(a, e, !cluster);  // the cluster network never gets per-network overrides
     apply_device(a, nad, config, inv, devices);
     return a;
@@ -209,11 +223,7 @@ std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, c
   } else if (!config.cluster_network.empty()) {
     add(config.cluster_network, true, [&] { return resolve_named_network(config.cluster_network, true, config, nads); });
   } else {
-    Attachment a;
-    a.cluster_network = true;
-    a.delegate = config.delegates.front();
-    a.name = cni::delegate_name(a.delegate);
-    a.runtime_config = config.runtime_config;
+    Attachment a = inline_attachment(config, 0);
     add(a.name, true, [&] { return a; });
   }
 
@@ -224,10 +234,7 @@ std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, c
   }
   if (config.cluster_network.empty())
     for (size_t i = 1; i < config.delegates.size(); ++i) {
-      Attachment a;
-      a.delegate = config.delegates[i];
-      a.name = cni::delegate_name(a.delegate);
-      a.runtime_config = config.runtime_config;
+      Attachment a = inline_attachment(config, i);
       add(a.name, false, [&] { return a; });
     }
 
@@ -249,6 +256,7 @@ std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, c
       return from_nad(e, false);
     });
 
+  if (auto aux = auxiliary_chain(config)) add(aux->name, false, [&] { return *aux; });
   assign_interface_names(out, inv.ifname);
   std::vector<Attachment> kept;
   for (size_t i = 0; i < out.size(); ++i) {
@@ -261,6 +269,24 @@ std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, c
     kept.push_back(std::move(a));
   }
   return kept;
+}
+
+std::vector<Attachment> resolve_configured_attachments(const cni::MetaConfig& config, const cni::Invocation& inv,
+                                                       KubeAccess& kube) {
+  if (!kube.configured()) return resolve_static_attachments(config, inv);
+  NadResolver nads(kube, config);
+  std::vector<Attachment> out;
+  if (!config.cluster_network.empty()) {
+    out.push_back(resolve_named_network(config.cluster_network, true, config, nads));
+  } else {
+    out.push_back(inline_attachment(config, 0));
+  }
+  for (const auto& name : config.default_networks) out.push_back(resolve_named_network(name, false, config, nads));
+  if (config.cluster_network.empty())
+    for (size_t i = 1; i < config.delegates.size(); ++i) out.push_back(inline_attachment(config, i));
+  if (auto aux = auxiliary_chain(config)) out.push_back(std::move(*aux));
+  assign_interface_names(out, inv.ifname);
+  return out;
 }
 
 }  // namespace manifold::plugin

@@ -33,6 +33,13 @@ std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, c
                                                 KubeAccess& kube, const Json& pod, k8s::DeviceAllocator& devices,
                                                 Resolution mode = Resolution::Strict);
 
+/// The networks manifold is configured with, for verbs that have no pod (GC, STATUS): the cluster
+/// network, `defaultNetworks` and the remaining inline delegates, with NAD names resolved through
+/// `kube` as ADD resolves them (files when Kubernetes is not configured). Throws the API's CniError
+/// (k8s::ApiError) when a NAD cannot be read, CniError(NetworkNotFound) when a network is missing.
+std::vector<Attachment> resolve_configured_attachments(const cni::MetaConfig& config, const cni::Invocation& inv,
+                                                       KubeAccess& kube);
+
 /// The pod's annotation `key`, or "" when absent (or not a string).
 std::string pod_annotation(const Json& pod, const std::string& key);
 

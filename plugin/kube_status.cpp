@@ -117,44 +117,62 @@ void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod
   send_added_events(kube, ref, pod, record, results);
 }
 
+Json pod_event(const cni::PodRef& ref, const Json& pod, const std::string& reason, const std::string& type) {
+  std::string stamp = util::rfc3339_now();
+  stamp = stamp.substr(0, 19) + "Z";  // Kubernetes Time has second precision
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return {{"apiVersion", "v1"},
+          {"kind", "Event"},
+          {"metadata", {{"name", ""}, {"namespace", ref.namespace_}}},
+          {"involvedObject",
+           {{"apiVersion", "v1"}, {"kind", "Pod"}, {"namespace", ref.namespace_}, {"name", ref.name},
+            {"uid", string_at(pod, "metadata", "uid")}, {"resourceVersion", string_at(pod, "metadata", "resourceVersion")}}},
+          {"reason", reason},
+          {"message", ""},
+          {"type", type},
+          {"source", {{"component", "manifold"}, {"host", host}}},
+          {"firstTimestamp", stamp},
+          {"lastTimestamp", stamp},
+          {"count", 1},
+          {"reportingComponent", "manifold"},
+          {"reportingInstance", host}};
+}
+
+std::string event_name(const cni::PodRef& ref, std::size_t n) {
+  auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch());
+  char suffix[32];
+  std::snprintf(suffix, sizeof suffix, ".%llx", static_cast<unsigned long long>(nanos.count()) + n);
+  return ref.name + suffix;
+}
+
+void send_warning_event(KubeAccess& kube, const cni::PodRef& ref, const Json& pod, const std::string& reason,
+                        const std::string& message) {
+  Json ev = pod_event(ref, pod, reason, "Warning");
+  ev["metadata"]["name"] = event_name(ref, 0);
+  ev["message"] = message;
+  try {
+    kube.create_event(ref.namespace_, ev);
+  } catch (const cni::CniError& e) {
+    util::log_warning("could not send the ", reason, " event (", e.msg(), ")");
+  }
+}
+
 void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod,
                        const store::ContainerRecord& record, const std::vector<cni::Result>& results) {
   if (results.size() != record.attachments.size())
     throw cni::CniError(cni::ErrorCode::Internal, "send_added_events: " + std::to_string(results.size()) +
                                                       " result(s) for " + std::to_string(record.attachments.size()) +
                                                       " attachment(s)");
-  auto now = std::chrono::system_clock::now();
-  std::string stamp = util::rfc3339_now();
-  stamp = stamp.substr(0, 19) + "Z";  // Kubernetes Time has second precision
-  char host[256] = {};
-  ::gethostname(host, sizeof host - 1);
-  auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
   // Everything but the name and the message is the same in every event: built once.
-  Json ev = {
-      {"apiVersion", "v1"},
-      {"kind", "Event"},
-      {"metadata", {{"name", ""}, {"namespace", ref.namespace_}}},
-      {"involvedObject",
-       {{"apiVersion", "v1"}, {"kind", "Pod"}, {"namespace", ref.namespace_}, {"name", ref.name},
-        {"uid", string_at(pod, "metadata", "uid")}, {"resourceVersion", string_at(pod, "metadata", "resourceVersion")}}},
-      {"reason", "AddedInterface"},
-      {"message", ""},
-      {"type", "Normal"},
-      {"source", {{"component", "manifold"}, {"host", host}}},
-      {"firstTimestamp", stamp},
-      {"lastTimestamp", stamp},
-      {"count", 1},
-      {"reportingComponent", "manifold"},
-      {"reportingInstance", host}};
-  Json& event_name = ev["metadata"]["name"];
+  Json ev = pod_event(ref, pod, "AddedInterface", "Normal");
+  Json& name = ev["metadata"]["name"];
   Json& message = ev["message"];
   std::size_t n = 0;
   for (const auto& a : record.attachments) {
     std::string ips;
     for (const auto& ip : results[n].ips) ips += (ips.empty() ? "" : " ") + ip.address;
-    char suffix[32];
-    std::snprintf(suffix, sizeof suffix, ".%llx", static_cast<unsigned long long>(nanos) + n++);
-    event_name = ref.name + suffix;
+    name = event_name(ref, n++);
     message = "Add " + a.ifname + " [" + ips + "] from " + a.name;
     try {
       kube.create_event(ref.namespace_, ev);

@@ -33,6 +33,16 @@ void write_network_status(KubeAccess& kube, const cni::PodRef& ref, Json pod, co
 void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod,
                        const store::ContainerRecord& record);
 
+/// An Event about the pod with `reason` and `type` ("Normal", "Warning"), its name and message empty.
+Json pod_event(const cni::PodRef& ref, const Json& pod, const std::string& reason, const std::string& type);
+
+/// A unique Event name for the pod: "<pod>.<hex nanoseconds + n>".
+std::string event_name(const cni::PodRef& ref, std::size_t n);
+
+/// Sends one Warning Event about the pod (e.g. NoNetworkFound), one attempt, failure only logged.
+void send_warning_event(KubeAccess& kube, const cni::PodRef& ref, const Json& pod, const std::string& reason,
+                        const std::string& message);
+
 /// The same from results already decoded (`results[i]` belongs to `record.attachments[i]`).
 void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod,
                        const store::ContainerRecord& record, const std::vector<cni::Result>& results);

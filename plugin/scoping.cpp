@@ -139,7 +139,7 @@ firewall::IptablesRunner& IptablesRunnerPool::get(int lock_wait_seconds) {
 // ---- ScopingPlan ----
 
 bool ScopingPlan::active() const {
-  return source_routing.enabled || mesh.active() || !default_route.empty();
+  return source_routing.enabled || mesh.active() || !default_route.empty() || !no_default_route.empty();
 }
 
 Json ScopingPlan::to_json() const {
@@ -148,6 +148,11 @@ Json ScopingPlan::to_json() const {
   j["sourceRouting"] = source_routing.to_json();
   j["mesh"] = mesh_json;
   j["defaultRoute"] = default_route;
+  if (!no_default_route.empty()) {
+    Json versions = Json::array();
+    for (int family : no_default_route) versions.push_back(family == AF_INET ? 4 : 6);
+    j["noDefaultRoute"] = versions;
+  }
   return j;
 }
 
@@ -166,6 +171,13 @@ ScopingPlan ScopingPlan::from_json(const Json& j) {
     for (const Json& gw : *routes) {
       if (!gw.is_string()) bad_state("plan.defaultRoute", "holds something other than a string");
       plan.default_route.push_back(gw.get<std::string>());
+    }
+  }
+  if (const auto none = j.find("noDefaultRoute"); none != j.end()) {
+    if (!none->is_array() || none->size() > 2) bad_state("plan.noDefaultRoute", "is not a list of IP versions");
+    for (const Json& v : *none) {
+      if (v != 4 && v != 6) bad_state("plan.noDefaultRoute", "holds something other than 4 or 6");
+      plan.no_default_route.push_back(v == 4 ? AF_INET : AF_INET6);
     }
   }
   try {
@@ -198,7 +210,8 @@ Json strip_scoping_keys(Json& delegate) {
 }
 
 ScopingPlan plan_scoping(const Json& top_scoping, const Json& delegate_keys, const Json& cni_args,
-                         const std::string& ifname, const std::vector<std::string>& default_route) {
+                         const std::string& ifname, const std::vector<std::string>& default_route,
+                         bool default_route_none) {
   firewall::validate_ifname(ifname);
   const Json& args = cni_args_object(cni_args);
   ScopingPlan plan;
@@ -213,13 +226,18 @@ ScopingPlan plan_scoping(const Json& top_scoping, const Json& delegate_keys, con
   plan.mesh_json = merged_mesh_layers(top_mesh, delegate_mesh, args_mesh);
   for (const netlink::DefaultRouteRequest& r : netlink::plan_default_routes({{ifname, default_route}}))
     plan.default_route.push_back(r.gateway);
+  if (default_route_none && default_route.empty()) plan.no_default_route = {AF_INET, AF_INET6};
   return plan;
 }
 
 std::vector<netlink::DefaultRouteRequest> default_route_requests(const std::vector<ScopingPlan>& plans) {
   netlink::DefaultRouteSelections selections;
   for (const ScopingPlan& plan : plans) selections.emplace_back(plan.ifname, plan.default_route);
-  return netlink::plan_default_routes(selections);
+  std::vector<netlink::DefaultRouteRequest> requests = netlink::plan_default_routes(selections);
+  for (const ScopingPlan& plan : plans)  // one "none" per family, after the gateways that decide it
+    for (auto& none : netlink::no_default_route_requests(plan.ifname, plan.no_default_route, requests))
+      requests.push_back(std::move(none));
+  return requests;
 }
 
 Json initial_scoping_state(const ScopingPlan& plan) {
@@ -333,8 +351,7 @@ std::vector<std::string> check_scoping(ScopingEnv& env, const Json& state) {
       diffs.push_back("mesh rules of " + plan.ifname + " were never applied");
     }
   }
-  for (const netlink::DefaultRouteRequest& request :
-       netlink::plan_default_routes({{plan.ifname, plan.default_route}}))
+  for (const netlink::DefaultRouteRequest& request : default_route_requests({plan}))
     for (auto& d : netlink::check_default_route(env.net, request)) diffs.push_back(std::move(d));
   return diffs;
 }
@@ -366,9 +383,18 @@ std::vector<ScopingPlan> plan_attachments_scoping(const Json& top_scoping, std::
   std::vector<ScopingPlan> plans;
   for (std::size_t i = 0; i < attachments.size(); ++i) {
     const Attachment& a = attachments[i];
-    plans.push_back(plan_scoping(top_scoping, keys[i], a.selection_cni_args, a.ifname, a.default_route));
+    plans.push_back(plan_scoping(top_scoping, keys[i], a.selection_cni_args, a.ifname, a.default_route,
+                                 a.has_default_route));
   }
-  (void)default_route_requests(plans);
+  // A "no default route" plan keeps only the families no other attachment chose a gateway for, so
+  // that its cached plan (and CHECK) says exactly what ADD did.
+  const std::vector<netlink::DefaultRouteRequest> gateways = default_route_requests(plans);
+  for (ScopingPlan& plan : plans) {
+    std::erase_if(plan.no_default_route, [&](int family) {
+      return std::any_of(gateways.begin(), gateways.end(),
+                         [family](const netlink::DefaultRouteRequest& r) { return r.family == family && !r.none(); });
+    });
+  }
   return plans;
 }
 

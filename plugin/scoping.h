@@ -69,11 +69,15 @@ struct ScopingPlan {
   Json mesh_json = Json::object();               ///< merged `mesh` object, as validated
   firewall::MeshConfig mesh;                     ///< `mesh_json` parsed
   std::vector<std::string> default_route;        ///< the selection's `default-route` gateways
+  /// Families (AF_INET, AF_INET6) this attachment's `"default-route": []` leaves without a default
+  /// route: both, minus those another attachment chose a gateway for (plan_attachments_scoping).
+  std::vector<int> no_default_route;
 
   /// True when the attachment has anything to scope (source routing enabled, an active mesh or a
   /// default-route request).
   bool active() const;
-  /// {"ifname","sourceRouting":{…},"mesh":{…},"defaultRoute":[…]}
+  /// {"ifname","sourceRouting":{…},"mesh":{…},"defaultRoute":[…]} and, when set,
+  /// "noDefaultRoute": [4, 6] (the families as IP versions).
   Json to_json() const;
   /// Reads to_json()'s form back, re-validating everything. Throws CniError(Decoding).
   static ScopingPlan from_json(const Json& j);
@@ -89,14 +93,16 @@ Json strip_scoping_keys(Json& delegate);
 /// Builds and validates the plan of one attachment from the top-level config's scoping keys
 /// (MetaConfig::scoping: {"sourceRouting":…, "mesh":…}), the keys strip_scoping_keys() returned
 /// and the selection element's `cni-args` (object or null; its "sourceRouting"/"mesh" keys are
-/// read), plus the element's `default-route` gateways. Throws CniError(InvalidConfig) naming the
-/// offending field (bad port, non-numeric UID, wrong-family CIDR, invalid interface name, …).
+/// read), plus the element's `default-route` gateways (`default_route_none`: it was `[]`). Throws
+/// CniError(InvalidConfig) naming the offending field (bad port, non-numeric UID, wrong-family CIDR,
+/// invalid interface name, …).
 ScopingPlan plan_scoping(const Json& top_scoping, const Json& delegate_keys, const Json& cni_args,
-                         const std::string& ifname,
-                         const std::vector<std::string>& default_route = {});
+                         const std::string& ifname, const std::vector<std::string>& default_route = {},
+                         bool default_route_none = false);
 
 /// The default-route requests of all attachments, validated across them (two attachments asking
-/// for one family is CniError(InvalidConfig)). Call it before any delegate runs.
+/// for one family is CniError(InvalidConfig)), followed by the "no default route" requests of the
+/// families nobody chose a gateway for. Call it before any delegate runs.
 std::vector<netlink::DefaultRouteRequest> default_route_requests(
     const std::vector<ScopingPlan>& plans);
 

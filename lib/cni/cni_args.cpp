@@ -1,6 +1,8 @@
 // Implementation of CNI_ARGS parsing, lookup and rendering.
 #include "cni/cni_args.h"
 
+#include <algorithm>
+
 #include "cni/error.h"
 
 namespace manifold::cni {
@@ -48,6 +50,13 @@ std::optional<std::string> CniArgs::get(std::string_view key) const {
   for (const auto& [k, v] : pairs_)
     if (k == key) found = v;
   return found;
+}
+
+CniArgs CniArgs::without(std::initializer_list<std::string_view> keys) const {
+  CniArgs out;
+  for (const auto& p : pairs_)
+    if (std::find(keys.begin(), keys.end(), p.first) == keys.end()) out.pairs_.push_back(p);
+  return out;
 }
 
 void CniArgs::set(const std::string& key, const std::string& value) {

@@ -3,6 +3,7 @@
 // additions (IP=, MAC=) for delegates.
 #pragma once
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +23,8 @@ class CniArgs {
   std::optional<std::string> get(std::string_view key) const;
   /// Sets `key` (replacing every existing pair with that key, keeping the first position).
   void set(const std::string& key, const std::string& value);
+  /// A copy without the pairs whose key is one of `keys` (the others keep their order).
+  CniArgs without(std::initializer_list<std::string_view> keys) const;
   /// All pairs.
   const std::vector<std::pair<std::string, std::string>>& pairs() const { return pairs_; }
   /// Renders "K=V;K2=V2".

@@ -58,6 +58,18 @@ Json read_config_file(const fs::path& p) {
 
 }  // namespace
 
+std::vector<Json> load_plugin_dir(const std::string& dir) {
+  std::vector<Json> plugins;
+  for (const auto& file : config_files(dir)) {
+    if (file.extension() == ".conflist") continue;  // plugin objects only: .conf and .json
+    Json j = read_config_file(file);
+    if (!j.contains("type"))
+      throw_invalid_config("plugin config " + file.string() + " has no \"type\" (a chain holds single plugins)");
+    plugins.push_back(std::move(j));
+  }
+  return plugins;
+}
+
 std::optional<NetworkFile> find_network_by_name(const std::string& dir, const std::string& name) {
   for (const auto& file : config_files(dir)) {
     try {

@@ -28,6 +28,12 @@ std::optional<NetworkFile> find_network_by_name(const std::string& dir, const st
 /// CniError(NetworkNotFound) when it does not exist and CniError(InvalidConfig) when it is invalid.
 NetworkFile load_network_path(const std::string& path);
 
+/// The plugin configs of a network's plugin directory (the CNI spec's "path segment with the same
+/// name as the network"): every .conf/.json file of `dir` in lexical order, each a plugin object
+/// with a "type". Empty when the directory does not exist. Throws CniError(InvalidConfig) naming a
+/// file that is not such an object.
+std::vector<Json> load_plugin_dir(const std::string& dir);
+
 /// Resolves a clusterNetwork/defaultNetworks value without Kubernetes: a value containing '/' is a
 /// path (file or directory); otherwise a network name looked up in `conf_dir`. Throws
 /// CniError(NetworkNotFound) naming the value and the directory when nothing matches.

@@ -268,6 +268,9 @@ void validate_meta_config(const Json& config, const std::string& path, Problems&
     add(out, path, "must be an object (the meta-plugin config)");
     return;
   }
+  if (!in_list)  // in a conflist the runtime injects the list's name
+    if (auto it = config.find("name"); it == config.end() || !it->is_string() || it->get_ref<const std::string&>().empty())
+      add(out, json_path_key(path, "name"), "must be a non-empty string (the network name; CNI requires it)");
   const auto& keys = meta_keys();
   for (auto it = config.begin(); it != config.end(); ++it) {
     const std::string& key = it.key();

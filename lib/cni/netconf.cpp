@@ -104,6 +104,8 @@ MetaConfig parse_meta_config(const Json& c) {
   m.raw = c;
   read_string(c, "cniVersion", m.cni_version);
   read_string(c, "name", m.name);
+  if (m.name.empty())  // the spec requires it; manifold keys its cache entries by it
+    throw_invalid_config("invalid config: \"name\" (the network name) must be set");
   read_string(c, "type", m.type);
   read_string(c, "clusterNetwork", m.cluster_network);
   read_string_list(c, "defaultNetworks", m.default_networks);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cni/error.h"
+#include "exec/builtin_passthru.h"
 #include "util/json.h"
 
 namespace manifold::exec {
@@ -55,6 +56,15 @@ std::string find_plugin(std::string_view type, const std::vector<std::string>& d
   }
   throw cni::CniError(cni::ErrorCode::DelegateFailed,
                       "failed to find plugin " + quote(type) + " in path [" + searched + "]");
+}
+
+std::string find_plugin_or_builtin(std::string_view type, const std::vector<std::string>& dirs) {
+  try {
+    return find_plugin(type, dirs);
+  } catch (const cni::CniError& e) {
+    if (e.code() == static_cast<unsigned>(cni::ErrorCode::DelegateFailed) && is_builtin_plugin(type)) return std::string();
+    throw;
+  }
 }
 
 std::vector<std::string> split_cni_path(std::string_view value) {

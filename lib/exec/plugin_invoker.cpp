@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "cni/error.h"
+#include "exec/builtin_passthru.h"
 #include "exec/plugin_finder.h"
 #include "util/env.h"
 #include "util/json.h"
@@ -128,7 +129,11 @@ PluginInvoker::PluginInvoker(ProcessRunner& runner, std::vector<std::string> sea
 
 std::string PluginInvoker::invoke(const std::string& type, const PluginCall& call) {
   ProcessRequest request;
-  request.path = find_plugin(type, search_dirs_);
+  request.path = find_plugin_or_builtin(type, search_dirs_);
+  if (request.path.empty()) {
+    util::log_debug("plugin ", type, " (", call.command, ") is not installed; answering with the built-in one");
+    return run_builtin_passthru(call.command, call.config);
+  }
   request.argv = {request.path};
   request.env = plugin_environment(base_env_, call, extra_env_);
   check_no_nul(type, request.env);

@@ -77,6 +77,17 @@ std::vector<DefaultRouteRequest> plan_default_routes(const DefaultRouteSelection
   return requests;
 }
 
+std::vector<DefaultRouteRequest> no_default_route_requests(const std::string& ifname, const std::vector<int>& families,
+                                                           const std::vector<DefaultRouteRequest>& gateways) {
+  std::vector<DefaultRouteRequest> out;
+  for (int family : families) {
+    bool decided = std::any_of(gateways.begin(), gateways.end(),
+                               [family](const DefaultRouteRequest& r) { return r.family == family; });
+    if (!decided) out.push_back(DefaultRouteRequest{ifname, family, ""});
+  }
+  return out;
+}
+
 RouteSpec wanted_default_route(const DefaultRouteRequest& request, int ifindex) {
   RouteSpec route;
   route.family = request.family;
@@ -92,18 +103,22 @@ std::vector<DefaultRouteChange> apply_default_routes(
     for (const DefaultRouteRequest& request : requests) {
       DefaultRouteChange change;
       change.request = request;
-      change.ifindex = require_link(ops, request.ifname).index;
-      const RouteSpec wanted = wanted_default_route(request, change.ifindex);
+      std::optional<RouteSpec> wanted;
+      if (!request.none()) {
+        change.ifindex = require_link(ops, request.ifname).index;
+        wanted = wanted_default_route(request, change.ifindex);
+      }
       changes.push_back(change);
       DefaultRouteChange& current = changes.back();
       for (const RouteSpec& route : ops.list_routes(request.family, kMainTable)) {
         if (!route.dst.empty() || route == wanted) continue;
         if (ops.delete_route(route) == DeleteOutcome::Deleted) current.removed.push_back(route);
       }
-      current.added = ops.add_route(wanted) == AddOutcome::Added;
-      util::log_verbose("default route: ", family_name(request.family), " default via ",
-                        request.gateway, " on ", request.ifname, " (", current.removed.size(),
-                        " other default route(s) removed)");
+      if (wanted) current.added = ops.add_route(*wanted) == AddOutcome::Added;
+      util::log_verbose("default route: ", family_name(request.family),
+                        request.none() ? " none (asked by " + request.ifname + ")"
+                                       : " default via " + request.gateway + " on " + request.ifname,
+                        " (", current.removed.size(), " other default route(s) removed)");
     }
   } catch (const CniError& e) {
     util::log_verbose("default route selection failed, undoing: ", e.msg());
@@ -127,6 +142,13 @@ void undo_default_routes(NetOps& ops, const std::vector<DefaultRouteChange>& cha
 
 std::vector<std::string> check_default_route(NetOps& ops, const DefaultRouteRequest& request) {
   std::vector<std::string> diffs;
+  if (request.none()) {
+    for (const RouteSpec& route : ops.list_routes(request.family, kMainTable))
+      if (route.dst.empty())
+        diffs.push_back("no " + family_name(request.family) + " default route (asked by " + request.ifname +
+                        "): unexpected default route \"" + to_string(route) + "\" in main");
+    return diffs;
+  }
   const std::string what = family_name(request.family) + " default route via " + request.gateway +
                            " on " + request.ifname;
   const std::optional<LinkInfo> link = ops.find_link(request.ifname);
@@ -153,7 +175,7 @@ void rewrite_default_routes(cni::Result& result, const std::string& ifname,
     std::erase_if(result.routes, [&](const cni::Route& route) {
       return default_route_family(route) == request.family;
     });
-    if (request.ifname != ifname) continue;
+    if (request.none() || request.ifname != ifname) continue;
     cni::Route route;
     route.dst = request.family == AF_INET ? "0.0.0.0/0" : "::/0";
     route.gw = request.gateway;

@@ -20,11 +20,16 @@
 
 namespace manifold::netlink {
 
-/// One validated request: attachment `ifname` carries the default route of `family` via `gateway`.
+/// One validated request: attachment `ifname` carries the default route of `family` via `gateway`;
+/// or, with an empty `gateway`, the pod has no default route of `family` at all (a selection
+/// element's `"default-route": []`, as Multus leaves such a pod; `ifname` names who asked).
 struct DefaultRouteRequest {
-  std::string ifname;   ///< the chosen interface
+  std::string ifname;   ///< the chosen interface (the asking one for a "no default route" request)
   int family = 0;       ///< AF_INET or AF_INET6
-  std::string gateway;  ///< canonical gateway address
+  std::string gateway;  ///< canonical gateway address; "" for "no default route of this family"
+
+  /// True for a "no default route of this family" request.
+  bool none() const { return gateway.empty(); }
 
   /// Field-wise equality.
   friend bool operator==(const DefaultRouteRequest&, const DefaultRouteRequest&) = default;
@@ -37,6 +42,11 @@ using DefaultRouteSelections = std::vector<std::pair<std::string, std::vector<st
 /// CniError(InvalidConfig) for an invalid interface name, a gateway that is not an IP address, two
 /// gateways of one family in one element, or two attachments asking for the same family.
 std::vector<DefaultRouteRequest> plan_default_routes(const DefaultRouteSelections& selections);
+
+/// The "no default route" requests of `families` (AF_INET/AF_INET6) asked for by `ifname`, except
+/// for the families some request of `gateways` already decides.
+std::vector<DefaultRouteRequest> no_default_route_requests(const std::string& ifname, const std::vector<int>& families,
+                                                           const std::vector<DefaultRouteRequest>& gateways);
 
 /// What apply_default_routes() changed for one request.
 struct DefaultRouteChange {
@@ -51,7 +61,7 @@ RouteSpec wanted_default_route(const DefaultRouteRequest& request, int ifindex);
 
 /// Applies the requests in order: deletes every main-table default route of the family that is not
 /// the wanted one (other interfaces, other gateways or metrics), then adds the wanted one ("exists"
-/// is fine). On failure, what this call changed is undone before the error propagates. Throws
+/// is fine); a "no default route" request only deletes. On failure, what this call changed is undone before the error propagates. Throws
 /// CniError(Netlink) when the interface is missing or the kernel refuses the route (e.g. the
 /// gateway is not reachable through the interface).
 std::vector<DefaultRouteChange> apply_default_routes(NetOps& ops,
@@ -62,13 +72,14 @@ std::vector<DefaultRouteChange> apply_default_routes(NetOps& ops,
 void undo_default_routes(NetOps& ops, const std::vector<DefaultRouteChange>& changes);
 
 /// CHECK of one request: the main table must hold exactly one default route of the family, on the
-/// chosen interface, via the gateway. Returns the differences (empty = fine).
+/// chosen interface, via the gateway (none at all for a "no default route" request). Returns the
+/// differences (empty = fine).
 std::vector<std::string> check_default_route(NetOps& ops, const DefaultRouteRequest& request);
 
 /// Rewrites the routes of the result of attachment `ifname` to match `requests`: for every family
 /// requested, the result's default routes of that family are dropped, and the attachment that was
-/// chosen gets one default route ("0.0.0.0/0" or "::/0") via the gateway. Families nobody asked
-/// for are left alone. Pure.
+/// chosen gets one default route ("0.0.0.0/0" or "::/0") via the gateway (nobody does for a "no
+/// default route" request). Families nobody asked for are left alone. Pure.
 void rewrite_default_routes(cni::Result& result, const std::string& ifname,
                             const std::vector<DefaultRouteRequest>& requests);
 

@@ -1,9 +1,10 @@
-// FileCache and MemoryCache, plus the record <-> JSON mapping and container-ID validation. Configs
-// and results are stored as JSON strings, so they come back byte for byte. Every file operation
-// uses O_NOFOLLOW and checks its result; files are fchmod'ed to 0600 and created directories
-// chmod'ed to 0700 so the umask cannot widen or narrow them. Temp files live in `<dir>/.tmp`
-// (same filesystem, so rename stays atomic) and are named `<id>.<pid>.<seq>.tmp`, which lets
-// remove() sweep leftovers of a crashed writer for that container without scanning the cache.
+// FileCache and MemoryCache, plus the record <-> JSON mapping, the entry file names and key
+// validation. Configs and results are stored as JSON strings, so they come back byte for byte.
+// Every file operation uses O_NOFOLLOW and checks its result; files are fchmod'ed to 0600 and
+// created directories chmod'ed to 0700 so the umask cannot widen or narrow them. Temp files live in
+// `<dir>/.tmp` (same filesystem, so rename stays atomic) and are named `<id>.<pid>.<seq>.tmp`,
+// which lets remove() sweep leftovers of a crashed writer for that container without scanning the
+// cache. A container's directory and lock file are removed together with its last entry.
 #include "store/cache.h"
 
 #include <dirent.h>
@@ -23,7 +24,10 @@ namespace manifold::store {
 namespace {
 
 constexpr const char* kFormat = "manifold-cache";
-constexpr int kFormatVersion = 1;
+constexpr int kFormatVersion = 2;
+/// The format of the first layout's `<id>.json` files, still read.
+constexpr int kLegacyFormatVersion = 1;
+constexpr std::string_view kEntryExt = ".json";
 constexpr const char* kTempDirName = ".tmp";
 /// Attempts at finding an unused temp-file name before giving up.
 constexpr int kTempNameAttempts = 100;
@@ -210,9 +214,11 @@ std::string assemble(const ContainerRecord& record, const std::vector<const std:
   std::string text = "{\"kind\":" + compact(Json(kFormat), record) +
                      ",\"version\":" + std::to_string(kFormatVersion) +
                      ",\"containerId\":" + compact(Json(record.container_id), record) +
-                     ",\"netns\":" + compact(Json(record.netns), record) +
+                     ",\"network\":" + compact(Json(record.network), record) +
                      ",\"ifname\":" + compact(Json(record.ifname), record) +
-                     ",\"cniVersion\":" + compact(Json(record.cni_version), record) + ",\"attachments\":[";
+                     ",\"netns\":" + compact(Json(record.netns), record) +
+                     ",\"cniVersion\":" + compact(Json(record.cni_version), record) +
+                     ",\"cniPath\":" + compact(Json(record.cni_path), record) + ",\"attachments\":[";
   const std::string extra = compact(record.extra, record);
   std::size_t size = text.size() + attachments.size() + extra.size() + 16;
   for (const std::string* t : attachments) size += t->size();
@@ -293,6 +299,71 @@ void validate_container_id(std::string_view id) {
                           std::to_string(kMaxContainerIdLength) + " characters");
 }
 
+std::string EntryKey::str() const { return container_id + "/" + network + "/" + ifname; }
+
+std::string entry_file_name(const std::string& network, const std::string& ifname) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string name;
+  name.reserve(network.size() + ifname.size() + 8);
+  for (unsigned char c : network) {
+    if (is_id_char(static_cast<char>(c), true) || c == '_' || c == '-') {
+      name += static_cast<char>(c);
+    } else {
+      name += '%';
+      name += kHex[c >> 4];
+      name += kHex[c & 0xF];
+    }
+  }
+  return name + "@" + ifname + std::string(kEntryExt);
+}
+
+std::optional<std::pair<std::string, std::string>> parse_entry_file_name(std::string_view name) {
+  if (name.size() <= kEntryExt.size() || name.substr(name.size() - kEntryExt.size()) != kEntryExt)
+    return std::nullopt;
+  name.remove_suffix(kEntryExt.size());
+  size_t at = name.rfind('@');
+  if (at == std::string_view::npos || at == 0) return std::nullopt;
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string network;
+  for (size_t i = 0; i < at; ++i) {
+    if (name[i] != '%') {
+      network += name[i];
+      continue;
+    }
+    if (i + 2 >= at || hex(name[i + 1]) < 0 || hex(name[i + 2]) < 0) return std::nullopt;
+    network += static_cast<char>(hex(name[i + 1]) * 16 + hex(name[i + 2]));
+    i += 2;
+  }
+  std::string ifname(name.substr(at + 1));
+  if (entry_file_name(network, ifname) != std::string(name) + std::string(kEntryExt)) return std::nullopt;
+  return std::make_pair(std::move(network), std::move(ifname));
+}
+
+void validate_entry_key(const EntryKey& key) {
+  validate_container_id(key.container_id);
+  if (key.legacy()) {
+    if (!key.ifname.empty())
+      throw cni::CniError(cni::ErrorCode::InvalidConfig, "a cache entry needs the network's name");
+    return;
+  }
+  bool ifname_ok = !key.ifname.empty() && key.ifname.size() <= 15 && key.ifname != "." && key.ifname != "..";
+  for (char c : key.ifname) ifname_ok = ifname_ok && (is_id_char(c, true) || c == '_' || c == '.' || c == '-');
+  if (!ifname_ok)
+    throw cni::CniError(cni::ErrorCode::InvalidEnv, "invalid interface name " +
+                                                        Json(key.ifname.substr(0, 32)).dump(-1, ' ', false, Json::error_handler_t::replace) +
+                                                        " for a cache entry");
+  size_t encoded = entry_file_name(key.network, key.ifname).size() - key.ifname.size() - 1 - kEntryExt.size();
+  if (encoded > kMaxEncodedNetworkLength)
+    throw cni::CniError(cni::ErrorCode::InvalidConfig,
+                        "network name of " + std::to_string(key.network.size()) +
+                            " bytes is too long to be cached (at most " + std::to_string(kMaxEncodedNetworkLength) +
+                            " bytes of [A-Za-z0-9_-], others count three)");
+}
+
 Json attachment_to_json(const AttachmentRecord& a) {
   return Json{{"name", a.name},
               {"ifname", a.ifname},
@@ -308,28 +379,36 @@ Json record_to_json(const ContainerRecord& record) {
   return Json{{"kind", kFormat},
               {"version", kFormatVersion},
               {"containerId", record.container_id},
-              {"netns", record.netns},
+              {"network", record.network},
               {"ifname", record.ifname},
+              {"netns", record.netns},
               {"cniVersion", record.cni_version},
+              {"cniPath", record.cni_path},
               {"attachments", std::move(attachments)},
               {"extra", record.extra}};
 }
 
-ContainerRecord record_from_json(const Json& j, const std::string& container_id,
-                                 const std::string& source) {
+ContainerRecord record_from_json(const Json& j, const EntryKey& key, const std::string& source) {
   if (!j.is_object()) throw_corrupt(source, "not a JSON object");
   const Json& kind = member(j, "kind", "", source);
   const Json& version = member(j, "version", "", source);
-  if (kind != kFormat || version != kFormatVersion) {
+  const bool legacy = version == kLegacyFormatVersion;
+  if (kind != kFormat || (version != kFormatVersion && !legacy)) {
     throw_corrupt(source,
                   "unknown format " + kind.dump(-1, ' ', false, Json::error_handler_t::replace) +
                       " version " + version.dump(-1, ' ', false, Json::error_handler_t::replace));
   }
   ContainerRecord r;
   r.container_id = string_member(j, "containerId", "", source);
-  if (r.container_id != container_id) throw_corrupt(source, "it belongs to another container ID");
+  if (r.container_id != key.container_id) throw_corrupt(source, "it belongs to another container ID");
+  if (!legacy) {
+    r.network = string_member(j, "network", "", source);
+    r.cni_path = string_member(j, "cniPath", "", source);
+  }
   r.netns = string_member(j, "netns", "", source);
   r.ifname = string_member(j, "ifname", "", source);
+  if (!key.legacy() && (r.network != key.network || r.ifname != key.ifname))
+    throw_corrupt(source, "it belongs to another network or interface");
   r.cni_version = string_member(j, "cniVersion", "", source);
   const Json& attachments = member(j, "attachments", "", source);
   if (!attachments.is_array()) throw_corrupt(source, "\"attachments\" is not an array");
@@ -343,12 +422,19 @@ ContainerRecord record_from_json(const Json& j, const std::string& container_id,
 
 // ---- FileCache ----------------------------------------------------------------------------------
 
-/// FileCache's lock guard: the flock plus this thread's entry in the holder table.
+/// FileCache's lock guard: the flock plus this thread's entry in the holder table. When the
+/// container has no entry left, the lock file goes before the flock is released, so a call that
+/// changed nothing (or removed the last entry) leaves nothing of the container behind.
 class FileCache::Guard final : public LockGuard {
  public:
   Guard(FileCache& cache, std::string id, std::unique_ptr<FileLock> lock)
       : cache_(cache), id_(std::move(id)), lock_(std::move(lock)) {}
   ~Guard() override {
+    try {
+      if (cache_.container_is_empty(id_)) lock_->unlink_file();
+    } catch (const cni::CniError&) {
+      // A lock file that cannot be removed (read-only cniDir) is harmless: the next call reuses it.
+    }
     std::lock_guard table_lock(cache_.holders_mu_);
     cache_.holders_.erase(id_);
   }  // lock_ is released after the entry is gone
@@ -368,26 +454,37 @@ FileCache::FileCache(std::filesystem::path dir, std::chrono::milliseconds lock_t
                      Sleeper& sleeper)
     : dir_(std::move(dir)), lock_timeout_(lock_timeout), sleeper_(sleeper) {}
 
-std::filesystem::path FileCache::record_path(const std::string& container_id) const {
-  return dir_ / (container_id + ".json");
+std::filesystem::path FileCache::record_path(const EntryKey& key) const {
+  if (key.legacy()) return dir_ / (key.container_id + std::string(kEntryExt));
+  return dir_ / key.container_id / entry_file_name(key.network, key.ifname);
 }
 
 std::filesystem::path FileCache::lock_path(const std::string& container_id) const {
   return dir_ / (container_id + ".lock");
 }
 
-std::optional<ContainerRecord> FileCache::load(const std::string& container_id) {
-  validate_container_id(container_id);
-  std::filesystem::path path = record_path(container_id);
+std::optional<ContainerRecord> FileCache::load(const EntryKey& key) {
+  validate_entry_key(key);
+  std::filesystem::path path = record_path(key);
+  std::optional<std::string> text = read_bounded(path);
+  if (!text) return key.legacy() ? std::nullopt : load_legacy_for(key);
+  return record_from_json(parse_bounded(*text, path.string()), key, path.string());
+}
+
+std::optional<ContainerRecord> FileCache::load_legacy_for(const EntryKey& key) {
+  EntryKey legacy{key.container_id, "", ""};
+  std::filesystem::path path = record_path(legacy);
   std::optional<std::string> text = read_bounded(path);
   if (!text) return std::nullopt;
-  return record_from_json(parse_bounded(*text, path.string()), container_id, path.string());
+  ContainerRecord record = record_from_json(parse_bounded(*text, path.string()), legacy, path.string());
+  if (record.ifname != key.ifname) return std::nullopt;
+  return record;
 }
 
 std::string FileCache::serialise_reusing(const ContainerRecord& record) {
   check_storable(record);
   std::lock_guard saved_lock(saved_mu_);
-  std::vector<SavedAttachment>& saved = saved_[record.container_id];
+  std::vector<SavedAttachment>& saved = saved_[record.key()];
   if (saved.size() > record.attachments.size()) saved.resize(record.attachments.size());
   // attachment_to_json(a) compact, byte for byte, from its members' texts; the config and result
   // texts are reused from the last save when those strings did not change.
@@ -422,49 +519,106 @@ std::string FileCache::serialise_reusing(const ContainerRecord& record) {
 }
 
 void FileCache::save(const ContainerRecord& record) {
-  validate_container_id(record.container_id);
+  EntryKey key = record.key();
+  validate_entry_key(key);
+  if (key.legacy())
+    throw cni::CniError(cni::ErrorCode::Internal, "cache entry of container " + record.container_id +
+                                                      " has no network name and cannot be saved");
   std::string text = serialise_reusing(record);
   std::filesystem::path temp_dir = dir_ / kTempDirName;
   ensure_dir(dir_);
   ensure_dir(temp_dir);
+  ensure_dir(dir_ / key.container_id);
   TempFile temp(temp_dir, record.container_id);
-  temp.commit(text, record_path(record.container_id));
+  temp.commit(text, record_path(key));
+  // The entry now answers for its network: a first-layout entry it replaces is retired.
+  if (load_legacy_for(key)) unlink_if_present(record_path({key.container_id, "", ""}));
 }
 
-void FileCache::remove(const std::string& container_id) {
-  validate_container_id(container_id);
+void FileCache::remove(const EntryKey& key) {
+  validate_entry_key(key);
   {
     std::lock_guard saved_lock(saved_mu_);
-    saved_.erase(container_id);
+    saved_.erase(key);
   }
-  std::unique_ptr<FileLock> own_lock;
-  if (!held_by_this_thread(container_id)) {
+  std::unique_ptr<LockGuard> own_lock;
+  if (!held_by_this_thread(key.container_id)) {
     struct stat st {};
     if (::stat(dir_.c_str(), &st) != 0 && errno == ENOENT) return;  // no cache at all
-    own_lock = FileLock::acquire(lock_path(container_id), lock_timeout_, sleeper_);
+    own_lock = lock(key.container_id);
   }
-  unlink_if_present(record_path(container_id));
-  remove_temp_files(container_id);
-  unlink_if_present(lock_path(container_id));
+  if (!key.legacy()) {
+    unlink_if_present(record_path(key));
+    std::optional<ContainerRecord> legacy;
+    try {
+      legacy = load_legacy_for(key);
+    } catch (const cni::CniError&) {
+      // An unreadable first-layout entry is not known to answer for this key: it stays.
+    }
+    if (legacy) unlink_if_present(record_path({key.container_id, "", ""}));
+  } else {
+    unlink_if_present(record_path(key));
+  }
+  remove_temp_files(key.container_id);
 }
 
-std::vector<std::string> FileCache::list() {
-  std::vector<std::string> ids;
+bool FileCache::container_is_empty(const std::string& container_id) {
+  std::filesystem::path dir = dir_ / container_id;
+  if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) return false;  // ENOTEMPTY, EROFS, …
+  struct stat st {};
+  return ::lstat(record_path({container_id, "", ""}).c_str(), &st) != 0 && errno == ENOENT;
+}
+
+std::vector<EntryKey> FileCache::list() {
+  std::vector<EntryKey> keys;
   DIR* raw = ::opendir(dir_.c_str());
   if (raw == nullptr) {
-    if (errno == ENOENT) return ids;
+    if (errno == ENOENT) return keys;
     throw_io("cannot list", dir_, errno);
   }
   std::unique_ptr<DIR, int (*)(DIR*)> dir(raw, ::closedir);
-  constexpr std::string_view kExt = ".json";
+  std::vector<std::string> containers;
   while (dirent* entry = ::readdir(dir.get())) {
     std::string_view name = entry->d_name;
-    if (name.size() <= kExt.size() || name.substr(name.size() - kExt.size()) != kExt) continue;
-    std::string_view id = name.substr(0, name.size() - kExt.size());
-    if (is_valid_container_id(id)) ids.emplace_back(id);
+    if (name.size() > kEntryExt.size() && name.substr(name.size() - kEntryExt.size()) == kEntryExt) {
+      std::string_view id = name.substr(0, name.size() - kEntryExt.size());
+      if (is_valid_container_id(id)) keys.push_back({std::string(id), "", ""});
+    } else if (is_valid_container_id(name) && entry->d_type != DT_REG) {
+      containers.emplace_back(name);
+    }
   }
-  std::sort(ids.begin(), ids.end());
-  return ids;
+  for (const std::string& id : containers)
+    for (EntryKey& key : list(id))
+      if (!key.legacy()) keys.push_back(std::move(key));
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+std::vector<EntryKey> FileCache::list(const std::string& container_id) {
+  validate_container_id(container_id);
+  std::vector<EntryKey> keys;
+  struct stat st {};
+  if (::lstat(record_path({container_id, "", ""}).c_str(), &st) == 0) keys.push_back({container_id, "", ""});
+  std::filesystem::path path = dir_ / container_id;
+  DIR* raw = ::opendir(path.c_str());
+  if (raw == nullptr) {
+    if (errno == ENOENT || errno == ENOTDIR) return keys;
+    throw_io("cannot list", path, errno);
+  }
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(raw, ::closedir);
+  while (dirent* entry = ::readdir(dir.get())) {
+    auto parsed = parse_entry_file_name(entry->d_name);
+    if (!parsed) continue;
+    EntryKey key{container_id, std::move(parsed->first), std::move(parsed->second)};
+    try {
+      validate_entry_key(key);
+    } catch (const cni::CniError&) {
+      continue;  // not a name we write
+    }
+    keys.push_back(std::move(key));
+  }
+  std::sort(keys.begin(), keys.end());
+  return keys;
 }
 
 std::unique_ptr<LockGuard> FileCache::lock(const std::string& container_id) {
@@ -519,40 +673,46 @@ class MemoryCache::Guard final : public LockGuard {
 
 MemoryCache::MemoryCache(std::chrono::milliseconds lock_timeout) : lock_timeout_(lock_timeout) {}
 
-std::optional<ContainerRecord> MemoryCache::load(const std::string& container_id) {
-  validate_container_id(container_id);
+std::optional<ContainerRecord> MemoryCache::load(const EntryKey& key) {
+  validate_entry_key(key);
   std::lock_guard lock(mu_);
-  if (corrupt_.count(container_id) != 0)
-    throw_corrupt("memory:" + container_id, "marked corrupt by the test");
-  auto it = records_.find(container_id);
+  if (corrupt_.count(key) != 0) throw_corrupt("memory:" + key.str(), "marked corrupt by the test");
+  auto it = records_.find(key);
   if (it == records_.end()) return std::nullopt;
   return it->second;
 }
 
 void MemoryCache::save(const ContainerRecord& record) {
-  validate_container_id(record.container_id);
+  validate_entry_key(record.key());
+  if (record.key().legacy())
+    throw cni::CniError(cni::ErrorCode::Internal, "cache entry of container " + record.container_id +
+                                                      " has no network name and cannot be saved");
   serialise(record);  // same checks (and failures) as the file cache
   std::lock_guard lock(mu_);
-  corrupt_.erase(record.container_id);
-  records_[record.container_id] = record;
+  corrupt_.erase(record.key());
+  records_[record.key()] = record;
 }
 
-void MemoryCache::remove(const std::string& container_id) {
+void MemoryCache::remove(const EntryKey& key) {
+  validate_entry_key(key);
+  std::lock_guard lock(mu_);
+  corrupt_.erase(key);
+  records_.erase(key);
+}
+
+std::vector<EntryKey> MemoryCache::list() {
+  std::lock_guard lock(mu_);
+  std::set<EntryKey> keys(corrupt_.begin(), corrupt_.end());
+  for (const auto& [key, record] : records_) keys.insert(key);
+  return {keys.begin(), keys.end()};
+}
+
+std::vector<EntryKey> MemoryCache::list(const std::string& container_id) {
   validate_container_id(container_id);
-  std::lock_guard lock(mu_);
-  corrupt_.erase(container_id);
-  records_.erase(container_id);
-}
-
-std::vector<std::string> MemoryCache::list() {
-  std::lock_guard lock(mu_);
-  std::vector<std::string> ids;
-  for (const auto& [id, record] : records_) ids.push_back(id);
-  for (const std::string& id : corrupt_) {
-    if (records_.count(id) == 0) ids.push_back(id);
-  }
-  std::sort(ids.begin(), ids.end());
-  return ids;
+  std::vector<EntryKey> keys;
+  for (EntryKey& key : list())
+    if (key.container_id == container_id) keys.push_back(std::move(key));
+  return keys;
 }
 
 std::unique_ptr<LockGuard> MemoryCache::lock(const std::string& container_id) {
@@ -574,10 +734,10 @@ std::unique_ptr<LockGuard> MemoryCache::lock(const std::string& container_id) {
   return std::make_unique<Guard>(*this, container_id);
 }
 
-void MemoryCache::corrupt(const std::string& container_id) {
-  validate_container_id(container_id);
+void MemoryCache::corrupt(const EntryKey& key) {
+  validate_entry_key(key);
   std::lock_guard lock(mu_);
-  corrupt_.insert(container_id);
+  corrupt_.insert(key);
 }
 
 bool MemoryCache::is_locked(const std::string& container_id) const {

@@ -98,6 +98,7 @@ Json container_json(const ContainerRecord& record, bool netns_exists) {
                                {"scoping", a.extra}});
   }
   return Json{{"containerId", record.container_id},
+              {"network", record.network},
               {"netns", record.netns},
               {"netnsExists", netns_exists},
               {"ifname", record.ifname},
@@ -110,7 +111,10 @@ Json list_json(const std::vector<ContainerEntry>& entries) {
   Json out = Json::array();
   for (const auto& e : entries) {
     if (!e.record) {
-      out.push_back(Json{{"containerId", e.container_id}, {"error", e.error}});
+      out.push_back(Json{{"containerId", e.key.container_id},
+                         {"network", e.key.network},
+                         {"ifname", e.key.ifname},
+                         {"error", e.error}});
       continue;
     }
     Json attachments = Json::array();
@@ -118,7 +122,9 @@ Json list_json(const std::vector<ContainerEntry>& entries) {
       auto s = summarize(a, e.record->cni_version);
       attachments.push_back(Json{{"name", a.name}, {"ifname", a.ifname}, {"ips", s.ips}});
     }
-    out.push_back(Json{{"containerId", e.container_id},
+    out.push_back(Json{{"containerId", e.key.container_id},
+                       {"network", e.record->network},
+                       {"ifname", e.record->ifname},
                        {"netns", e.record->netns},
                        {"netnsExists", e.netns_exists},
                        {"cniVersion", e.record->cni_version},
@@ -129,11 +135,12 @@ Json list_json(const std::vector<ContainerEntry>& entries) {
 
 std::string list_table(const std::vector<ContainerEntry>& entries, const std::string& cache_dir) {
   if (entries.empty()) return "no containers in " + cache_dir + "\n";
-  std::vector<std::vector<std::string>> rows = {{"CONTAINER", "NETNS", "STATE", "INTERFACES", "NETWORKS"}};
+  std::vector<std::vector<std::string>> rows = {
+      {"CONTAINER", "NETWORK", "IFNAME", "NETNS", "STATE", "INTERFACES", "ATTACHMENTS"}};
   for (const auto& e : entries) {
-    std::string id = e.container_id.substr(0, 12);
+    std::string id = e.key.container_id.substr(0, 12);
     if (!e.record) {
-      rows.push_back({id, "-", "unreadable: " + e.error, "-", "-"});
+      rows.push_back({id, or_dash(e.key.network), or_dash(e.key.ifname), "-", "unreadable: " + e.error, "-", "-"});
       continue;
     }
     std::vector<std::string> ifnames, names;
@@ -141,7 +148,8 @@ std::string list_table(const std::vector<ContainerEntry>& entries, const std::st
       ifnames.push_back(a.ifname);
       names.push_back(a.name.empty() ? "?" : a.name);
     }
-    rows.push_back({id, or_dash(e.record->netns), e.netns_exists ? "netns present" : "netns gone",
+    rows.push_back({id, or_dash(e.record->network), or_dash(e.record->ifname), or_dash(e.record->netns),
+                    e.netns_exists ? "netns present" : "netns gone",
                     or_dash(join(ifnames, ",")), or_dash(join(names, ","))});
   }
   return render_table(rows);
@@ -150,6 +158,7 @@ std::string list_table(const std::vector<ContainerEntry>& entries, const std::st
 std::string container_text(const ContainerRecord& record, bool netns_exists) {
   std::ostringstream os;
   os << "container:  " << record.container_id << "\n"
+     << "network:    " << or_dash(record.network) << "\n"
      << "netns:      " << or_dash(record.netns) << (netns_exists ? "" : " (gone)") << "\n"
      << "ifname:     " << or_dash(record.ifname) << "\n"
      << "cniVersion: " << or_dash(record.cni_version) << "\n\n";

@@ -13,25 +13,25 @@
 
 namespace manifold::store {
 
-/// One row of the container list: a loaded record, or the error that prevented loading it.
+/// One row of the entry list: a loaded record, or the error that prevented loading it.
 struct ContainerEntry {
-  std::string container_id;              ///< the cache entry's ID
+  EntryKey key;                          ///< the cache entry's key
   std::optional<ContainerRecord> record; ///< nullopt when the entry could not be loaded
   std::string error;                     ///< why it could not be loaded
   bool netns_exists = false;             ///< whether the recorded netns path exists now
 };
 
-/// JSON for one container: containerId, netns, netnsExists, ifname, cniVersion, attachments (name,
+/// JSON for one entry: containerId, network, netns, netnsExists, ifname, cniVersion, attachments (name,
 /// ifname, clusterNetwork, ips, mac, gateways, config (parsed, redacted), result (parsed), scoping
 /// = the attachment's extra state), and the container-level extra state.
 Json container_json(const ContainerRecord& record, bool netns_exists);
 
-/// JSON for the list: an array of {containerId, netns, netnsExists, cniVersion, attachments:
-/// [{name, ifname, ips}]} or {containerId, error}.
+/// JSON for the list: an array of {containerId, network, ifname, netns, netnsExists, cniVersion,
+/// attachments: [{name, ifname, ips}]} or {containerId, network, ifname, error}.
 Json list_json(const std::vector<ContainerEntry>& entries);
 
-/// Aligned text table of every container (ID shortened to 12 characters); "no containers in
-/// <dir>" when empty.
+/// Aligned text table of every entry (container ID shortened to 12 characters, network, CNI_IFNAME);
+/// "no containers in <dir>" when empty.
 std::string list_table(const std::vector<ContainerEntry>& entries, const std::string& cache_dir);
 
 /// Human-readable view of one container: header lines, an attachment table, then each

@@ -286,12 +286,34 @@ RotationPolicy rotation_from_log_options(int max_size_mb, int max_backups, int m
   return p;
 }
 
+void DetachedProcessRunner::run(std::function<void()> work) {
+  pid_t child = ::fork();
+  if (child < 0) {
+    work();
+    return;
+  }
+  if (child == 0) {
+    ::setsid();
+    if (::fork() != 0) ::_exit(0);  // the intermediate child; the grandchild is adopted by init
+    int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    for (int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO})
+      if (null >= 0) ::dup2(null, fd);
+    ::close_range(3, ~0U, 0);  // the runtime's pipes and our sockets must not stay open here
+    work();
+    ::_exit(0);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
 FileLogSink::FileLogSink(std::string path, RotationPolicy policy, std::shared_ptr<const WallClock> clock,
-                         std::shared_ptr<Compressor> compressor)
+                         std::shared_ptr<Compressor> compressor, std::shared_ptr<BackgroundRunner> background)
     : path_(std::move(path)),
       policy_(policy),
       clock_(clock ? std::move(clock) : std::make_shared<SystemWallClock>()),
-      compressor_(std::move(compressor)) {
+      compressor_(std::move(compressor)),
+      background_(background ? std::move(background) : std::make_shared<InlineRunner>()) {
   fd_ = open_append(path_);
 }
 
@@ -359,25 +381,27 @@ void FileLogSink::rotate_if_needed(std::size_t incoming) {
     return;
   }
   ::close(old_fd);
-  finish_backup(backup);
   prune_backups();
+  finish_backup(backup);
 }
 
 void FileLogSink::finish_backup(const std::string& backup) {
   if (!policy_.compress) return;
   if (!compressor_) compressor_ = make_default_compressor();
-  std::string tmp = backup + ".gz.tmp";
-  std::error_code ec;
-  fs::remove(tmp, ec);
-  try {
-    compressor_->gzip_file(backup, tmp);
-    if (::rename(tmp.c_str(), (backup + ".gz").c_str()) != 0)
-      throw std::runtime_error(std::string("cannot rename ") + tmp + ": " + std::strerror(errno));
-    ::unlink(backup.c_str());
-  } catch (const std::exception& e) {
+  background_->run([backup, compressor = compressor_] {
+    std::string tmp = backup + ".gz.tmp";
+    std::error_code ec;
     fs::remove(tmp, ec);
-    note_stderr("cannot compress log backup " + backup + " (" + compressor_->name() + "): " + e.what());
-  }
+    try {
+      compressor->gzip_file(backup, tmp);
+      if (::rename(tmp.c_str(), (backup + ".gz").c_str()) != 0)
+        throw std::runtime_error(std::string("cannot rename ") + tmp + ": " + std::strerror(errno));
+      ::unlink(backup.c_str());
+    } catch (const std::exception& e) {
+      fs::remove(tmp, ec);
+      note_stderr("cannot compress log backup " + backup + " (" + compressor->name() + "): " + e.what());
+    }
+  });
 }
 
 void FileLogSink::prune_backups() {
@@ -406,7 +430,7 @@ std::vector<std::string> list_log_backups(const std::string& path) {
 }
 
 std::unique_ptr<LogSink> open_log_file(const std::string& path, const RotationPolicy& policy) {
-  auto sink = std::make_unique<FileLogSink>(path, policy);
+  auto sink = std::make_unique<FileLogSink>(path, policy, nullptr, nullptr, std::make_shared<DetachedProcessRunner>());
   if (sink->ok()) return sink;
   note_stderr("cannot open logFile " + path + ": " + std::strerror(errno) + "; logging to stderr");
   return nullptr;

@@ -7,11 +7,16 @@
 // `<stem>-<UTC yyyy-mm-ddThh-mm-ss.mmm><ext>[.gz]`. Logging never breaks a CNI call: a file that
 // cannot be opened or written falls back to stderr, and rotation problems are noted on stderr and
 // otherwise ignored. Compression uses zlib when built with MANIFOLD_HAVE_ZLIB, otherwise a `gzip`
-// child process; both sit behind the Compressor interface.
+// child process; both sit behind the Compressor interface. Compressing a full log (up to maxSize)
+// must not lengthen the CNI call that happens to cross maxSize, so the sink hands it to a
+// BackgroundRunner: in the plugin a detached process (double fork, new session, no inherited
+// descriptors, so the runtime neither waits for it nor reads its output); in tests the work can run
+// inline or be held for inspection.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -64,6 +69,29 @@ class Compressor {
 /// run as a child process (found in /usr/bin, /bin, /usr/local/bin; no shell).
 std::unique_ptr<Compressor> make_default_compressor();
 
+/// Runs work that must not delay the caller.
+class BackgroundRunner {
+ public:
+  virtual ~BackgroundRunner() = default;
+  /// Runs `work` (which must not throw) now or later, possibly in another process.
+  virtual void run(std::function<void()> work) = 0;
+};
+
+/// Runs the work at once, on the calling thread.
+class InlineRunner final : public BackgroundRunner {
+ public:
+  void run(std::function<void()> work) override { work(); }
+};
+
+/// Runs the work in a detached grandchild process: fork, setsid, fork again; the grandchild gets
+/// /dev/null as stdin, stdout and stderr, closes every other descriptor, runs the work and exits;
+/// the intermediate child exits at once and is reaped, so the caller never waits for the work and
+/// leaves no zombie. When fork fails the work runs inline (it still gets done).
+class DetachedProcessRunner final : public BackgroundRunner {
+ public:
+  void run(std::function<void()> work) override;
+};
+
 /// Rotation settings of the file sink.
 struct RotationPolicy {
   std::uint64_t max_size_bytes = 100ull << 20;  ///< rotate before a line would make the file larger
@@ -80,9 +108,10 @@ RotationPolicy rotation_from_log_options(int max_size_mb, int max_backups, int m
 class FileLogSink final : public LogSink {
  public:
   /// Opens (creates, 0600) `path` for appending; check ok() afterwards. `clock` and `compressor`
-  /// default to the real ones.
+  /// default to the real ones; `background` (where backups are compressed) defaults to inline.
   FileLogSink(std::string path, RotationPolicy policy, std::shared_ptr<const WallClock> clock = nullptr,
-              std::shared_ptr<Compressor> compressor = nullptr);
+              std::shared_ptr<Compressor> compressor = nullptr,
+              std::shared_ptr<BackgroundRunner> background = nullptr);
   /// Opens `path` with the default policy.
   explicit FileLogSink(const std::string& path);
   ~FileLogSink() override;
@@ -103,14 +132,16 @@ class FileLogSink final : public LogSink {
   RotationPolicy policy_;
   std::shared_ptr<const WallClock> clock_;
   std::shared_ptr<Compressor> compressor_;
+  std::shared_ptr<BackgroundRunner> background_;
   int fd_ = -1;
 };
 
 /// The backups of log file `path` that exist on disk, newest first (plain and .gz).
 std::vector<std::string> list_log_backups(const std::string& path);
 
-/// Opens a file sink for `path` with `policy`, or returns nullptr (after a note on stderr) when it
-/// cannot be opened, in which case the logger keeps writing to stderr.
+/// Opens a file sink for `path` with `policy` that compresses backups in a detached process, or
+/// returns nullptr (after a note on stderr) when it cannot be opened, in which case the logger
+/// keeps writing to stderr.
 std::unique_ptr<LogSink> open_log_file(const std::string& path, const RotationPolicy& policy = RotationPolicy{});
 
 /// True when a JSON key names a secret: any key containing token, password/passwd, secret,

@@ -31,6 +31,8 @@ namespace {
 const bool kQuiet = fuzz::quiet_logging();
 
 constexpr const char* kContainerId = "3f0a9c5e1b2d4f6a8c0e2a4c6e8a0c2e";
+/// The first-layout key: its file `<id>.json` accepts both format versions.
+const store::EntryKey kKey{kContainerId, "", ""};
 
 /// A temporary cniDir and binDir (with executable plugin stubs), removed at exit.
 struct Dirs {
@@ -97,18 +99,18 @@ void replay(const store::ContainerRecord& record) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input = fuzz::as_text(data, size);
   store::FileCache cache(dirs().cache);
-  write_file(cache.record_path(kContainerId), input);
+  write_file(cache.record_path(kKey), input);
 
   std::optional<store::ContainerRecord> record;
-  if (!fuzz::accepts([&] { record = cache.load(kContainerId); })) return 0;
+  if (!fuzz::accepts([&] { record = cache.load(kKey); })) return 0;
   if (!record) fuzz::fuzz_bug("an existing cache file loaded as absent");
   if (record->container_id != kContainerId) fuzz::fuzz_bug("loaded another container's record");
   replay(*record);
 
   // The record as manifold would store it again must load back unchanged.
-  write_file(cache.record_path(kContainerId), store::record_to_json(*record).dump() + "\n");
+  write_file(cache.record_path(kKey), store::record_to_json(*record).dump() + "\n");
   std::optional<store::ContainerRecord> again;
-  if (!fuzz::accepts([&] { again = cache.load(kContainerId); }) || !again || !(*again == *record))
+  if (!fuzz::accepts([&] { again = cache.load(kKey); }) || !again || !(*again == *record))
     fuzz::fuzz_bug("a loaded cache record does not survive being stored and loaded again");
   return 0;
 }

@@ -97,13 +97,13 @@ class FaultsTestCase(ManifoldTestCase):
         return [(r["command"], r["ifname"], r["config"].get("name")) for r in self.tree.records()]
 
     def cache_record(self, container):
-        """The parsed cache file of a container."""
-        with open(os.path.join(self.tree.cni_dir, container + ".json"), encoding="utf-8") as f:
+        """The parsed cache file of a container (its entry in manifold-net on eth0)."""
+        with open(self.cache_path(container), encoding="utf-8") as f:
             return json.load(f)
 
     def cache_path(self, container):
-        """The cache file path of a container."""
-        return os.path.join(self.tree.cni_dir, container + ".json")
+        """The cache file path of a container's entry in manifold-net on eth0."""
+        return self.tree.cache_entry_path(container)
 
     def mount(self, *args):
         """Runs mount in this process's (private) mount namespace."""

@@ -4,6 +4,7 @@ cni.dev/valid-attachments removes the cache of every attachment not in the list 
 (releasing its IPs) while leaving valid attachments alone; STATUS succeeds, and passes the cluster
 network's STATUS error through.
 """
+import json
 import os
 import sys
 
@@ -88,6 +89,41 @@ class CoreGcStatusTest(ManifoldTestCase):
         self.write_manifold("1.1.0", self.standard_delegates(slot=0))
         self.assertOk(self.driver("del", self.pod.path, container_id="ctr-a"))
         self.assertNothingLeft(self.pod, other)
+
+    def test_gc_without_valid_attachments_is_refused_and_collects_nothing(self):
+        self.add(self.pod, "ctr-a", 0)
+        cache, reservations = self.tree.cache_files(), self.tree.reservations()
+        conf = self.manifold_conf("1.1.0", self.standard_delegates(slot=0))
+        for valid in (None, "missing"):
+            if valid is None:
+                conf["cni.dev/valid-attachments"] = None
+            else:
+                conf.pop("cni.dev/valid-attachments", None)
+            gc = self.run_manifold("GC", conf, drop=("CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME"))
+            self.assertCniError(gc, 7)
+            self.assertIn("cni.dev/valid-attachments", gc.error["msg"])
+        self.assertEqual(self.tree.cache_files(), cache)
+        self.assertEqual(self.tree.reservations(), reservations)
+        self.assertOk(self.driver("del", self.pod.path, container_id="ctr-a"))
+        self.assertNothingLeft()
+
+    def test_auxiliary_chain_runs_after_the_networks_with_the_built_in_passthru(self):
+        cluster_path = self.tree.path("cluster.conf")
+        with open(cluster_path, "w", encoding="utf-8") as f:
+            json.dump(self.cluster_conf(), f)
+        os.makedirs(self.tree.path("aux"))
+        with open(self.tree.path("aux/10-after.conf"), "w", encoding="utf-8") as f:
+            json.dump({"type": "fake-fail", "failOn": [], "recordFile": self.tree.record_file}, f)
+        conf = self.manifold_conf("1.0.0", [], clusterNetwork=cluster_path, auxiliaryCNIChainName="aux")
+        del conf["delegates"]
+        self.tree.write_conf(conf)
+        self.assertOk(self.driver("add", self.pod.path, container_id="ctr-aux"))
+        calls = self.tree.records()
+        self.assertEqual([(c["command"], c["ifname"], c["config"]["name"]) for c in calls], [("ADD", "net1", "aux")])
+        self.assertEqual(calls[0]["config"]["prevResult"], {"cniVersion": "1.0.0"})  # passthru's empty result
+        self.assertOk(self.driver("del", self.pod.path, container_id="ctr-aux"))
+        self.assertEqual([c["command"] for c in self.tree.records()], ["ADD", "DEL"])
+        self.assertNothingLeft()
 
     def test_status_succeeds(self):
         self.write_manifold("1.1.0", self.standard_delegates())

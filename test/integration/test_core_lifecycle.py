@@ -88,7 +88,9 @@ class CoreLifecycleTest(ManifoldTestCase):
         self.write_manifold("1.0.0", delegates)
         add = self.driver("add", self.pod.path, container_id=CONTAINER, ifname="ens0")
         self.assertOk(add)
-        self.assertEqual(self.pod.link_names(), ["ens0", "lo", "net1"])
+        # Under a CNI_IFNAME other than eth0 the secondaries are named after it (no clash with
+        # another manifold network of the same container, whose secondaries are net1, …).
+        self.assertEqual(self.pod.link_names(), ["ens0", "ens0-1", "lo"])
         self.assertOk(self.driver("del", self.pod.path, container_id=CONTAINER, ifname="ens0"))
         self.assertNothingLeft()
 

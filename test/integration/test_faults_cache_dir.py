@@ -110,7 +110,7 @@ class FaultsCacheDirTest(FaultsTestCase):
         self.assertPodEmpty()
         self.assertEqual(self.stray_node_links(), [])
         self.assertLogMentions("cannot remove the cache entry of container " + CONTAINER)
-        self.assertEqual(self.tree.cache_files(), [CONTAINER + ".json"])
+        self.assertEqual(self.tree.cache_files(), [CONTAINER + "/manifold-net@eth0.json"])
         # Once the disk is writable again, the next DEL removes the stale entry.
         self.assertEqual(os.system("umount %s" % self.tree.cni_dir), 0)
         self.assertOk(self.driver("del", self.pod.path, container_id=CONTAINER))

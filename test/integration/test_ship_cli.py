@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True
@@ -22,9 +23,11 @@ TOKEN = "eyJhbGciOiJSUzI1NiJ9.c2hpcC1jbGktdG9rZW4tOTk5OQ.c2ln"
 class CliAfterAddTest(ManifoldTestCase):
 
     def cli(self, *args, expect=0):
+        """Runs a manifold command in the node namespace, where the delegates' links live (as on a node)."""
         env = dict(os.environ)
         env.pop("CNI_COMMAND", None)
-        r = subprocess.run([self.manifold_bin] + list(args), capture_output=True, text=True, env=env, timeout=60)
+        argv = ["ip", "netns", "exec", self.node.name, self.manifold_bin] + list(args)
+        r = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
         self.assertEqual(r.returncode, expect, "%s: stdout=%r stderr=%r" % (args, r.stdout, r.stderr))
         return r
 
@@ -61,23 +64,46 @@ class CliAfterAddTest(ManifoldTestCase):
         self.assertOk(self.driver("del", self.pod.path, container_id=CONTAINER))
         self.assertIn("no containers in", self.cli("inspect", "--cni-dir", self.tree.cni_dir).stdout)
 
-    def test_gc_removes_entries_whose_netns_is_gone(self):
-        self.write_manifold("1.0.0", [self.cluster_conf()])
+    def test_gc_releases_then_removes_entries_whose_netns_is_gone(self):
+        self.write_manifold("1.0.0", [self.cluster_conf(), self.macvlan_conf()])
         other = self.new_netns()
         self.add()
         self.add("keep" + CONTAINER, pod=other)
         self.pod.delete()
+        self.assertEqual(len(self.tree.reservations()), 2)
 
+        # The plan, and nothing changes.
         r = self.cli("gc", "--dry-run", "--cni-dir", self.tree.cni_dir)
-        self.assertIn("would remove " + CONTAINER, r.stdout)
+        self.assertIn("would DEL cluster (eth0), macnet (net1) of %s/manifold-net/eth0 without a namespace and "
+                      "remove it" % CONTAINER, r.stdout)
+        self.assertIn("would collect 1, kept 1 cache entry", r.stdout)
         self.assertEqual(len(self.tree.cache_files()), 2)
+        self.assertEqual(len(self.tree.reservations()), 2)
 
-        r = self.cli("gc", "--cni-dir", self.tree.cni_dir)
-        self.assertIn("removed " + CONTAINER, r.stdout)
-        self.assertNotIn("keep" + CONTAINER + ":", r.stdout)
+        # The DEL releases the gone container's IP reservation before its entry goes.
+        r = self.cli("gc", "--cni-dir", self.tree.cni_dir, "--bin-dir", self.tree.bin_dir)
+        self.assertIn("removed %s/manifold-net/eth0" % CONTAINER, r.stdout)
+        self.assertIn("released cluster (eth0), macnet (net1)", r.stdout)
+        self.assertNotIn("keep" + CONTAINER + "/", r.stdout)
+        self.assertEqual(len(self.tree.reservations()), 1)
         ids = json.loads(self.cli("inspect", "--json", "--cni-dir", self.tree.cni_dir).stdout)
         self.assertEqual([e["containerId"] for e in ids], ["keep" + CONTAINER])
         self.assertOk(self.driver("del", other.path, container_id="keep" + CONTAINER))
+        # (libcni keeps its own result of the gone container: only the runtime's DEL removes that.)
+        self.assertEqual(self.tree.reservations(), [])
+        self.assertEqual(self.tree.cache_files(), [])
+        self.assertPodEmpty(other)
+
+    def test_gc_keeps_an_entry_whose_del_failed(self):
+        self.write_manifold("1.0.0", [self.cluster_conf(), self.fake_conf("fake-fail", failOn=["DEL"])])
+        self.add()
+        self.pod.delete()
+        r = self.cli("gc", "--cni-dir", self.tree.cni_dir, expect=1)
+        self.assertIn("kept %s/manifold-net/eth0: DEL of fake-fail (net1) failed" % CONTAINER, r.stdout)
+        # The cluster network's DEL went through (its address is free); the failed one stays cached.
+        self.assertEqual(self.tree.reservations(), [])
+        view = json.loads(self.cli("inspect", CONTAINER, "--json", "--cni-dir", self.tree.cni_dir).stdout)
+        self.assertEqual([a["ifname"] for a in view["attachments"]], ["net1"])
 
     def test_log_rotates_at_max_size_across_cni_calls(self):
         filler = "x" * 1023 + "\n"
@@ -86,8 +112,15 @@ class CliAfterAddTest(ManifoldTestCase):
         self.write_manifold("1.0.0", [self.cluster_conf()],
                             logOptions={"maxSize": 1, "maxBackups": 1, "maxAge": 0, "compress": True})
         self.add()
+        # The backup is compressed by a detached process after the call (not inside it).
         log_dir = os.path.dirname(self.tree.log_file)
-        backups = sorted(n for n in os.listdir(log_dir) if n.startswith("manifold-") and n.endswith(".log.gz"))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            names = os.listdir(log_dir)
+            backups = sorted(n for n in names if n.startswith("manifold-") and n.endswith(".log.gz"))
+            if backups and not any(n.startswith("manifold-") and n.endswith((".log", ".tmp")) for n in names):
+                break
+            time.sleep(0.05)
         self.assertEqual(len(backups), 1, os.listdir(log_dir))
         with gzip.open(os.path.join(log_dir, backups[0]), "rt") as f:
             self.assertEqual(f.read(), filler * 1024)

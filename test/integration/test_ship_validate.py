@@ -63,7 +63,7 @@ class ValidateTest(unittest.TestCase):
 
     def test_broken_meta_config_reports_every_path(self):
         path = self.file("broken.conf", {
-            "cniVersion": "0.4.0", "type": "manifold", "logLevel": "chatty",
+            "cniVersion": "0.4.0", "name": "broken", "type": "manifold", "logLevel": "chatty",
             "logOptions": {"maxBackups": "five"},
             "delegates": [{"name": "a", "type": "bridge"}, {"name": "b", "type": ""},
                           {"name": "c", "plugins": [{"type": "macvlan"}, {"ipam": {}}]}],
@@ -134,14 +134,23 @@ spec:
         paths = [line.split(": ")[1] for line in r.stdout.splitlines()]
         self.assertEqual(paths, ["$.spec.config.mesh.inboundPort", "$.spec.config.mesh.proxyUID",
                                  "$.spec.config.mesh.colour"])
-        conf = self.file("meta.conf", {"cniVersion": "1.0.0", "type": "manifold", "mesh": {"lockWaitSeconds": 0},
+        conf = self.file("meta.conf", {"cniVersion": "1.0.0", "name": "meta", "type": "manifold",
+                                       "mesh": {"lockWaitSeconds": 0},
                                        "delegates": [{"name": "n", "type": "bridge"}]})
         r = self.validate(conf)
         self.assertEqual(r.returncode, 1)
         self.assertTrue(r.stdout.startswith(conf + ": $.mesh.lockWaitSeconds: "), r.stdout)
 
+    def test_a_meta_config_without_a_name_is_an_error(self):
+        conf = self.file("nameless.conf", {"cniVersion": "1.0.0", "type": "manifold",
+                                           "delegates": [{"name": "n", "type": "bridge"}]})
+        r = self.validate(conf)
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stdout.splitlines(),
+                         [conf + ": $.name: must be a non-empty string (the network name; CNI requires it)"])
+
     def test_quiet_and_usage_errors(self):
-        good = self.file("good.conf", {"cniVersion": "1.0.0", "type": "manifold",
+        good = self.file("good.conf", {"cniVersion": "1.0.0", "name": "good", "type": "manifold",
                                        "delegates": [{"name": "n", "type": "bridge"}]})
         r = self.validate("-q", good)
         self.assertEqual((r.returncode, r.stdout), (0, ""))

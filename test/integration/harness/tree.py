@@ -62,6 +62,19 @@ class TempTree:
             f.write(data)
         return os.path.join(self.conf_dir, filename)
 
+    def add_conf(self, conf, filename):
+        """Writes one more network config into NETCONFPATH, keeping the others; returns its path."""
+        path = os.path.join(self.conf_dir, filename)
+        with open(path, "w") as f:
+            json.dump(conf, f, indent=2)
+        return path
+
+    def cache_entry_path(self, container, network="manifold-net", ifname="eth0"):
+        """The path of manifold's cache entry of (container, network, CNI_IFNAME)."""
+        encoded = "".join(c if c.isascii() and (c.isalnum() or c in "_-") else "%%%02X" % ord(c)
+                          for c in network)
+        return os.path.join(self.cni_dir, container, "%s@%s.json" % (encoded, ifname))
+
     def reservations(self):
         """host-local reservation files (named after an IP) under the IPAM data dir."""
         return reservations(self.ipam_dir)

@@ -27,6 +27,9 @@ OTHER_GATEWAY = "203.0.113.1"
 # What manifold declares so runtimes pass runtimeConfig (podman 4.3 and the CRI plugin pass
 # portMappings; --ip/--mac-address reach it as IP=/MAC= in CNI_ARGS).
 MANIFOLD_CAPABILITIES = {"ips": True, "mac": True, "portMappings": True}
+# Bound of each delegate call under a runtime: generous, because the runtime tests share the
+# machine with the rest of the suite (delegate timeouts are tested in test_faults_delegates.py).
+RUNTIME_DELEGATE_TIMEOUT = 60
 
 
 class SandboxNet(Netns):
@@ -108,6 +111,7 @@ class RuntimeTestCase(ManifoldTestCase):
     def manifold_network(self, name, delegates, version="1.0.0", **extra):
         """A manifold network config (a conf) declaring the ips, mac and portMappings
         capabilities, with cniDir and logFile in the test's tree."""
+        extra.setdefault("delegate_timeout", RUNTIME_DELEGATE_TIMEOUT)
         return self.manifold_conf(version, delegates, name=name,
                                   capabilities=MANIFOLD_CAPABILITIES, **extra)
 

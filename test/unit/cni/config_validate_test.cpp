@@ -75,23 +75,24 @@ TEST_CASE("every problem of a broken meta config is reported with its path", "[c
   CHECK(contains(errors, "$.delegates[6].plugins: must be a non-empty list of plugin objects"));
   CHECK(contains(errors, "$.delegateEnv[1]: must be a variable name (letters, digits, _) or a prefix ending in *"));
   CHECK(contains(errors, "$.delegateEnv[2]: must be a variable name (letters, digits, _) or a prefix ending in *"));
-  CHECK(errors.size() == 20);
+  CHECK(contains(errors, "$.name: must be a non-empty string (the network name; CNI requires it)"));
+  CHECK(errors.size() == 21);
   // The unknown logOptions key is only a warning.
   CHECK(std::any_of(problems.begin(), problems.end(),
                     [](const Problem& p) { return p.warning && p.path == "$.logOptions.rotate"; }));
 }
 
 TEST_CASE("a config without delegates or clusterNetwork is invalid", "[cni]") {
-  auto errors = errors_of(validate_config_text(R"({"cniVersion":"0.3.1","type":"manifold","delegates":[]})"));
+  auto errors = errors_of(validate_config_text(R"({"cniVersion":"0.3.1","name":"n","type":"manifold","delegates":[]})"));
   CHECK(errors == std::vector<std::string>{"$: at least one delegate or clusterNetwork must be specified"});
-  errors = errors_of(validate_config_text(R"({"cniVersion":"0.3.1","type":"manifold","clusterNetwork":"cbr0"})"));
+  errors = errors_of(validate_config_text(R"({"cniVersion":"0.3.1","name":"n","type":"manifold","clusterNetwork":"cbr0"})"));
   CHECK(errors.empty());
-  errors = errors_of(validate_config_text(R"({"cniVersion":"0.3.1","delegates":{"type":"x"}})"));
+  errors = errors_of(validate_config_text(R"({"cniVersion":"0.3.1","name":"n","delegates":{"type":"x"}})"));
   CHECK(errors == std::vector<std::string>{"$.delegates: must be a list of network configs", "$.type: is required"});
 }
 
 TEST_CASE("near-miss keys and ignored delegates are warnings", "[cni]") {
-  auto problems = validate_config_text(R"({"cniVersion":"1.0.0","type":"manifold","clusterNetwork":"k8s",
+  auto problems = validate_config_text(R"({"cniVersion":"1.0.0","name":"n","type":"manifold","clusterNetwork":"k8s",
       "readinessIndicatorFile":"/run/ready","delegates":[{"name":"a","type":"bridge"}],"unrelated":1})");
   CHECK_FALSE(has_errors(problems));
   std::vector<std::string> all;
@@ -130,7 +131,7 @@ TEST_CASE("scoping objects are passed to the checker with their paths", "[cni]")
     if (value.contains("inboundPort") && !value["inboundPort"].is_number_integer())
       out.push_back({json_path_key(path, "inboundPort"), "must be an integer"});
   };
-  auto problems = validate_config_text(R"({"cniVersion":"1.0.0","type":"manifold","sourceRouting":{"enabled":true},
+  auto problems = validate_config_text(R"({"cniVersion":"1.0.0","name":"n","type":"manifold","sourceRouting":{"enabled":true},
       "delegates":[{"name":"a","type":"bridge"},
                    {"name":"b","type":"macvlan","mesh":{"inboundPort":"x"}},
                    {"name":"c","plugins":[{"type":"macvlan","sourceRouting":{}},{"type":"tuning"}]}]})",

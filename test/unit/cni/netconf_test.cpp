@@ -10,11 +10,19 @@ using namespace manifold::cni;
 
 namespace {
 
-MetaConfig parse(const char* text) { return parse_meta_config(Json::parse(text)); }
+/// `text` parsed, with a network name when it has none (the spec requires one; most tests here
+/// are about other keys).
+Json named(const std::string& text) {
+  Json j = Json::parse(text);
+  if (j.is_object() && !j.contains("name")) j["name"] = "manifold-net";
+  return j;
+}
+
+MetaConfig parse(const char* text) { return parse_meta_config(named(text)); }
 
 std::string error_msg(const std::string& text) {
   try {
-    parse_meta_config(Json::parse(text));
+    parse_meta_config(named(text));
   } catch (const CniError& e) {
     CHECK(e.code() == 7);
     return e.msg();
@@ -127,8 +135,21 @@ TEST_CASE("conflist detection and names", "[cni]") {
   CHECK(delegate_name(Json::parse(R"({"name":5})")) == "");
 }
 
+TEST_CASE("the network name is required", "[cni]") {
+  for (const char* text : {R"({"delegates":[{"type":"bridge"}]})", R"({"name":"","delegates":[{"type":"bridge"}]})"}) {
+    try {
+      parse_meta_config(Json::parse(text));
+      FAIL("accepted: " << text);
+    } catch (const CniError& e) {
+      CHECK(e.code() == 7);
+      CHECK_THAT(e.msg(), Catch::Contains("\"name\""));
+    }
+  }
+  CHECK_THAT(error_msg(R"({"name":5,"delegates":[{"type":"bridge"}]})"), Catch::Contains("\"name\""));
+}
+
 TEST_CASE("delegateEnv lists extra variables for delegates", "[cni]") {
-  auto m = parse_meta_config(Json::parse(R"({"delegates":[{"type":"bridge"}],"delegateEnv":["HTTPS_PROXY","NO_PROXY","MY_*"]})"));
+  auto m = parse_meta_config(named(R"({"delegates":[{"type":"bridge"}],"delegateEnv":["HTTPS_PROXY","NO_PROXY","MY_*"]})"));
   CHECK(m.delegate_env == std::vector<std::string>{"HTTPS_PROXY", "NO_PROXY", "MY_*"});
-  CHECK(parse_meta_config(Json::parse(R"({"delegates":[{"type":"bridge"}]})")).delegate_env.empty());
+  CHECK(parse_meta_config(named(R"({"delegates":[{"type":"bridge"}]})")).delegate_env.empty());
 }

@@ -125,13 +125,15 @@ TEST_CASE("fuzz: FileCache built with only a directory stores, loads and locks",
   store::FileCache cache(dir.path() / "cache");
   store::ContainerRecord record;
   record.container_id = "3f0a9c5e1b2d4f6a";
+  record.network = "net";
+  record.ifname = "eth0";
   record.netns = "/var/run/netns/x";
   record.attachments.push_back({"cbr0", "eth0", R"({"type":"bridge"})", "", true, Json::object()});
   {
     auto guard = cache.lock(record.container_id);
     cache.save(record);
   }
-  auto loaded = cache.load(record.container_id);
+  auto loaded = cache.load(record.key());
   REQUIRE(loaded);
   CHECK(*loaded == record);
 }

@@ -45,7 +45,7 @@ Json error_of(const DispatchOutput& out) {
 /// Edits the cached record of `id` in place.
 template <typename Fn>
 void edit_record(World& w, const std::string& id, Fn fn) {
-  auto record = w.cache.load(id);
+  auto record = w.cache.load(w.key(id));
   REQUIRE(record);
   fn(*record);
   w.cache.save(*record);
@@ -57,19 +57,22 @@ class BrokenDiskCache final : public manifold::store::Cache {
  public:
   BrokenDiskCache(manifold::store::Cache& inner, int saves_allowed, bool remove_fails)
       : inner_(inner), saves_left_(saves_allowed), remove_fails_(remove_fails) {}
-  std::optional<manifold::store::ContainerRecord> load(const std::string& id) override { return inner_.load(id); }
+  std::optional<manifold::store::ContainerRecord> load(const manifold::store::EntryKey& key) override {
+    return inner_.load(key);
+  }
   void save(const manifold::store::ContainerRecord& record) override {
     if (saves_left_ >= 0 && saves_left_-- == 0)
       throw manifold::cni::CniError(manifold::cni::ErrorCode::Io, "cannot write cache: No space left on device");
     if (saves_left_ < -1) saves_left_ = -1;
     inner_.save(record);
   }
-  void remove(const std::string& id) override {
+  void remove(const manifold::store::EntryKey& key) override {
     if (remove_fails_)
       throw manifold::cni::CniError(manifold::cni::ErrorCode::Io, "cannot remove cache: Read-only file system");
-    inner_.remove(id);
+    inner_.remove(key);
   }
-  std::vector<std::string> list() override { return inner_.list(); }
+  std::vector<manifold::store::EntryKey> list() override { return inner_.list(); }
+  std::vector<manifold::store::EntryKey> list(const std::string& id) override { return inner_.list(id); }
   std::unique_ptr<manifold::store::LockGuard> lock(const std::string& id) override { return inner_.lock(id); }
 
  private:
@@ -164,7 +167,7 @@ TEST_CASE("ADD refuses to overwrite an unreadable cache entry of the same contai
   World w;
   Json config = two_delegates(w);
   REQUIRE(w.run("ADD", config).exit_code == 0);
-  w.cache.corrupt("ctr1");
+  w.cache.corrupt(w.key("ctr1"));
   std::filesystem::remove(w.netns_path);  // a new sandbox at a new path, same container ID
   Env fresh;
   fresh.netns = w.make_netns_file("pod-netns-2");
@@ -173,7 +176,7 @@ TEST_CASE("ADD refuses to overwrite an unreadable cache entry of the same contai
   CHECK(e["code"] == 6);
   CHECK_THAT(e["msg"].get<std::string>(), Catch::Contains("container ctr1") && Catch::Contains("DEL"));
   CHECK(w.call_count() == before);
-  CHECK_THROWS_AS(w.cache.load("ctr1"), manifold::cni::CniError);  // kept for the DEL
+  CHECK_THROWS_AS(w.cache.load(w.key("ctr1")), manifold::cni::CniError);  // kept for the DEL
 
   REQUIRE(w.run("DEL", config, fresh).exit_code == 0);
   CHECK(w.cache.list().empty());
@@ -212,7 +215,7 @@ TEST_CASE("DEL succeeds when every network was deleted but the cache entry canno
   INFO(out.stdout_text);
   CHECK(out.exit_code == 0);
   CHECK(w.briefs_since(before) == Strings{"macvlan DEL net1", "bridge DEL eth0"});
-  CHECK(w.cache.list() == Strings{"ctr1"});  // stale but harmless: the next DEL is idempotent
+  CHECK(w.ids() == Strings{"ctr1"});  // stale but harmless: the next DEL is idempotent
   REQUIRE(w.run("DEL", config).exit_code == 0);
   CHECK(w.cache.list().empty());
 
@@ -238,7 +241,7 @@ TEST_CASE("GC deletes collected containers without CNI_NETNS and keeps entries w
   a.container_id = "ctr-a";
   a.netns = w.make_netns_file("netns-a");
   REQUIRE(w.run("ADD", config, a).exit_code == 0);
-  auto recorded = *w.cache.load("ctr-a");
+  auto recorded = *w.cache.load(w.key("ctr-a"));
   Json gc = config;
   gc["cni.dev/valid-attachments"] = Json::array();
   Env none;
@@ -259,7 +262,7 @@ TEST_CASE("GC deletes collected containers without CNI_NETNS and keeps entries w
   // The namespace file still exists, yet a collected container's delegates get no CNI_NETNS.
   CHECK_FALSE(calls[0].netns);
   CHECK_FALSE(calls[1].netns);
-  auto kept = w.cache.load("ctr-a");
+  auto kept = w.cache.load(w.key("ctr-a"));
   REQUIRE(kept);
   REQUIRE(kept->attachments.size() == 1);
   CHECK(kept->attachments[0] == recorded.attachments[1]);
@@ -283,8 +286,8 @@ TEST_CASE("GC keeps an unreadable entry of a live container and releases a dead 
   dead.netns = w.make_netns_file("netns-dead");
   REQUIRE(w.run("ADD", config, live).exit_code == 0);
   REQUIRE(w.run("ADD", config, dead).exit_code == 0);
-  w.cache.corrupt("ctr-live");
-  w.cache.corrupt("ctr-dead");
+  w.cache.corrupt(w.key("ctr-live"));
+  w.cache.corrupt(w.key("ctr-dead"));
   Json gc = config;
   gc["cni.dev/valid-attachments"] = Json::array({{{"containerID", "ctr-live"}, {"ifname", "eth0"}}});
   Env none;
@@ -304,8 +307,8 @@ TEST_CASE("GC keeps an unreadable entry of a live container and releases a dead 
     CHECK_FALSE(calls[i].netns);
     CHECK(calls[i].container_id == "ctr-dead");
   }
-  CHECK(w.cache.list() == Strings{"ctr-live"});
-  CHECK_THROWS_AS(w.cache.load("ctr-live"), manifold::cni::CniError);  // kept for its own DEL
+  CHECK(w.ids() == Strings{"ctr-live"});
+  CHECK_THROWS_AS(w.cache.load(w.key("ctr-live")), manifold::cni::CniError);  // kept for its own DEL
 }
 
 TEST_CASE("ADD rejects a delegate result its cniVersion cannot decode, names the network and rolls back",

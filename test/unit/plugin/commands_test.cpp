@@ -153,7 +153,7 @@ TEST_CASE("ADD runs three delegates in order with their interface names and conf
 
   SECTION("the cache holds the exact bytes each delegate got and printed") {
     CHECK(w.cache_dirs == Strings{kCniDir});
-    auto record = w.cache.load("ctr1");
+    auto record = w.cache.load(w.key("ctr1"));
     REQUIRE(record);
     CHECK(record->netns == w.netns_path);
     CHECK(record->ifname == "eth0");
@@ -260,7 +260,7 @@ TEST_CASE("ADD rolls back a failing middle delegate", "[plugin][commands]") {
     // The added 0.4.0 delegate gets its result as prevResult.
     CHECK(calls[3].stdin_data == spliced(calls[0].stdin_data, w.outputs[0]));
     CHECK(calls[3].netns == w.netns_path);
-    CHECK_FALSE(w.cache.load("ctr1"));
+    CHECK_FALSE(w.cache.load(w.key("ctr1")));
     CHECK(w.cache.list().empty());
     CHECK_FALSE(w.cache.is_locked("ctr1"));
   }
@@ -271,7 +271,7 @@ TEST_CASE("ADD rolls back a failing middle delegate", "[plugin][commands]") {
     Json e = error_of(out);
     CHECK(e["code"] == 5);
     CHECK(e["msg"] == "macvlan: cannot create link: device busy");
-    auto record = w.cache.load("ctr1");
+    auto record = w.cache.load(w.key("ctr1"));
     REQUIRE(record);
     REQUIRE(record->attachments.size() == 1);
     CHECK(record->attachments[0].name == "cluster");
@@ -397,7 +397,7 @@ TEST_CASE("DEL replays the cached configs in reverse and removes the cache entry
   config["delegates"][1]["cniVersion"] = "0.3.1";  // no prevResult below 0.4.0
   std::string args = "K8S_POD_NAMESPACE=default;K8S_POD_NAME=web";
   REQUIRE(w.run("ADD", config, with_args(args)).exit_code == 0);
-  auto record = *w.cache.load("ctr1");
+  auto record = *w.cache.load(w.key("ctr1"));
   REQUIRE(record.attachments.size() == 3);
 
   size_t before = w.call_count();
@@ -439,7 +439,7 @@ TEST_CASE("DEL after the namespace is gone still deletes every delegate, without
   World w;
   Json config = base_config(w);
   REQUIRE(w.run("ADD", config).exit_code == 0);
-  auto record = *w.cache.load("ctr1");
+  auto record = *w.cache.load(w.key("ctr1"));
   std::filesystem::remove(w.netns_path);
   size_t before = w.call_count();
   auto out = w.run("DEL", config);
@@ -456,7 +456,7 @@ TEST_CASE("DEL attempts every delegate and reports the first error", "[plugin][c
   World w;
   Json config = base_config(w);
   REQUIRE(w.run("ADD", config).exit_code == 0);
-  auto record = *w.cache.load("ctr1");
+  auto record = *w.cache.load(w.key("ctr1"));
   std::set<std::string> failing;
   w.intercept = [&](const Call& c) -> std::optional<manifold::exec::ProcessResult> {
     if (c.command == "DEL" && failing.count(c.type)) return cni_error_answer(c.type == "ptp" ? 5 : 11, c.type + " is stuck");
@@ -488,7 +488,7 @@ TEST_CASE("DEL attempts every delegate and reports the first error", "[plugin][c
     failing = {"macvlan"};
     Json e = error_of(w.run("DEL", config));
     CHECK(e["code"] == 11);
-    auto kept = w.cache.load("ctr1");
+    auto kept = w.cache.load(w.key("ctr1"));
     REQUIRE(kept);
     REQUIRE(kept->attachments.size() == 1);
     CHECK(kept->attachments[0] == record.attachments[1]);
@@ -513,7 +513,7 @@ TEST_CASE("DEL without a usable cache entry deletes the configured delegates bes
   }
   SECTION("a corrupt cache entry") {
     REQUIRE(w.run("ADD", config).exit_code == 0);
-    w.cache.corrupt("ctr1");
+    w.cache.corrupt(w.key("ctr1"));
   }
   size_t before = w.call_count();
   auto out = w.run("DEL", config);
@@ -527,7 +527,7 @@ TEST_CASE("DEL without a usable cache entry deletes the configured delegates bes
     CHECK_FALSE(c.config().contains("prevResult"));
   }
   CHECK(w.cache.list().empty());
-  CHECK_NOTHROW(w.cache.load("ctr1"));
+  CHECK_NOTHROW(w.cache.load(w.key("ctr1")));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -538,7 +538,7 @@ TEST_CASE("CHECK verifies every attachment in the namespace and through its dele
   World w;
   Json config = base_config(w);
   REQUIRE(w.run("ADD", config).exit_code == 0);
-  auto record = *w.cache.load("ctr1");
+  auto record = *w.cache.load(w.key("ctr1"));
   size_t before = w.call_count();
 
   SECTION("everything in place") {
@@ -554,7 +554,7 @@ TEST_CASE("CHECK verifies every attachment in the namespace and through its dele
     Json chain = Json::parse(record.attachments[2].config);
     CHECK(plain(calls[3].config()) ==
           chain_stdin(chain["plugins"][1], "chain", "1.0.0", Json::parse(record.attachments[2].result)));
-    CHECK(w.cache.load("ctr1") == record);
+    CHECK(w.cache.load(w.key("ctr1")) == record);
   }
 
   SECTION("an interface disappeared") {
@@ -627,7 +627,7 @@ TEST_CASE("GC deletes the attachments not listed as valid and keeps the listed o
   b.netns = w.make_netns_file("netns-b");
   REQUIRE(w.run("ADD", config, a).exit_code == 0);
   REQUIRE(w.run("ADD", config, b).exit_code == 0);
-  auto kept = *w.cache.load("ctr-a");
+  auto kept = *w.cache.load(w.key("ctr-a"));
 
   SECTION("valid attachments honoured") {
     Json gc = config;
@@ -645,19 +645,19 @@ TEST_CASE("GC deletes the attachments not listed as valid and keeps the listed o
     CHECK(g["name"] == "storage");
     CHECK(g["cniVersion"] == "1.1.0");
     CHECK(g["cni.dev/valid-attachments"] == Json::parse(R"([{"containerID": "ctr-a", "ifname": "net1"}])"));
-    CHECK(w.cache.list() == Strings{"ctr-a"});
-    CHECK(w.cache.load("ctr-a") == kept);
+    CHECK(w.ids() == Strings{"ctr-a"});
+    CHECK(w.cache.load(w.key("ctr-a")) == kept);
   }
 
   SECTION("a corrupt entry of a collected container is removed after a best-effort DEL of the configured networks") {
-    w.cache.corrupt("ctr-b");
+    w.cache.corrupt(w.key("ctr-b"));
     Json gc = config;
     gc["cni.dev/valid-attachments"] = Json::parse(R"([{"containerID": "ctr-a", "ifname": "eth0"}])");
     size_t before = w.call_count();
     REQUIRE(w.run("GC", gc, no_container()).exit_code == 0);
     CHECK(w.briefs_since(before) == Strings{"macvlan DEL net1", "bridge DEL eth0", "macvlan GC "});
     CHECK(w.calls_since(before)[0].container_id == "ctr-b");
-    CHECK(w.cache.list() == Strings{"ctr-a"});
+    CHECK(w.ids() == Strings{"ctr-a"});
   }
 
   SECTION("a valid-attachments value that is not a list is rejected") {
@@ -666,7 +666,7 @@ TEST_CASE("GC deletes the attachments not listed as valid and keeps the listed o
     size_t before = w.call_count();
     CHECK(error_of(w.run("GC", gc, no_container()))["code"] == 7);
     CHECK(w.call_count() == before);
-    CHECK(w.cache.list() == Strings{"ctr-a", "ctr-b"});
+    CHECK(w.ids() == Strings{"ctr-a", "ctr-b"});
   }
 }
 
@@ -947,7 +947,7 @@ TEST_CASE("ADD with Kubernetes re-reads the pod and retries the status PUT on 40
   CHECK(second["metadata"]["annotations"]["example.com/touched"] == "yes");  // the re-read pod is the base
   CHECK(status_of_put(w.http.requests()[3]) == status_of_put(w.http.requests()[1]));
   CHECK(status_of_put(w.http.requests()[3]).size() == 1);
-  CHECK(w.cache.load("ctr1"));
+  CHECK(w.cache.load(w.key("ctr1")));
 
   SECTION("a PUT that keeps failing fails the ADD and rolls it back") {
     World w2;

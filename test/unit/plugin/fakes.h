@@ -49,10 +49,11 @@ class ForwardingCache final : public store::Cache {
  public:
   /// Forwards to `inner`, which must outlive this object.
   explicit ForwardingCache(store::Cache& inner) : inner_(inner) {}
-  std::optional<store::ContainerRecord> load(const std::string& id) override { return inner_.load(id); }
+  std::optional<store::ContainerRecord> load(const store::EntryKey& key) override { return inner_.load(key); }
   void save(const store::ContainerRecord& record) override { inner_.save(record); }
-  void remove(const std::string& id) override { inner_.remove(id); }
-  std::vector<std::string> list() override { return inner_.list(); }
+  void remove(const store::EntryKey& key) override { inner_.remove(key); }
+  std::vector<store::EntryKey> list() override { return inner_.list(); }
+  std::vector<store::EntryKey> list(const std::string& id) override { return inner_.list(id); }
   std::unique_ptr<store::LockGuard> lock(const std::string& id) override { return inner_.lock(id); }
 
  private:
@@ -194,6 +195,17 @@ class World {
   /// The default CNI_NETNS: an existing file, so DEL passes it on.
   std::string netns_path;
 
+  /// The cache key of container `id`'s entry in the tests' network ("manifold-net") on `ifname`.
+  static store::EntryKey key(const std::string& id, const std::string& ifname = "eth0") {
+    return {id, "manifold-net", ifname};
+  }
+  /// The container IDs of every cache entry, in key order.
+  std::vector<std::string> ids() {
+    std::vector<std::string> out;
+    for (const auto& k : cache.list()) out.push_back(k.container_id);
+    return out;
+  }
+
   /// Creates an empty executable plugin file in binDir.
   void make_plugin(const std::string& name) {
     auto p = bin.path() / name;
@@ -308,17 +320,26 @@ class World {
               {"dns", {{"nameservers", Json::array({"10.96.0.10"})}}}};
     return r.dump(2) + "\n";
   }
-  /// The address a fake plugin of `type` hands out on `ifname`: host 10 for eth0, 10+N for netN.
-  std::string address_for(const std::string& type, const std::string& ifname) const {
-    int host = 99;
-    if (ifname == "eth0") host = 10;
-    else if (ifname.rfind("net", 0) == 0) host = 10 + std::stoi(ifname.substr(3));
-    return subnets.at(type) + std::to_string(host) + "/24";
+  /// A small number per interface name: 0 for eth0, N for netN, 20+10K+N for ethK-N, 20+10K for
+  /// ethK (K > 0), 89 for anything else.
+  static int ifname_number(const std::string& ifname) {
+    auto digits = [](const std::string& s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos; };
+    if (ifname.rfind("net", 0) == 0 && digits(ifname.substr(3))) return std::stoi(ifname.substr(3));
+    if (ifname.rfind("eth", 0) == 0) {
+      std::string rest = ifname.substr(3);
+      size_t dash = rest.find('-');
+      std::string k = rest.substr(0, dash), n = dash == std::string::npos ? "0" : rest.substr(dash + 1);
+      if (digits(k) && digits(n)) return std::stoi(k) == 0 && dash == std::string::npos ? 0 : 20 + 10 * std::stoi(k) + std::stoi(n);
+    }
+    return 89;
   }
-  /// A deterministic MAC per interface name (last byte: 0x0a for eth0, 0x0a+N for netN).
+  /// The address a fake plugin of `type` hands out on `ifname`: host 10 + ifname_number(ifname).
+  std::string address_for(const std::string& type, const std::string& ifname) const {
+    return subnets.at(type) + std::to_string(10 + ifname_number(ifname)) + "/24";
+  }
+  /// A deterministic MAC per interface name (last byte: 0x0a + ifname_number(ifname)).
   static std::string mac_for(const std::string& ifname) {
-    int n = 0x0a;
-    if (ifname.rfind("net", 0) == 0) n += std::stoi(ifname.substr(3));
+    int n = 0x0a + ifname_number(ifname);
     const char* hex = "0123456789abcdef";
     return std::string("0a:58:00:00:00:") + hex[(n >> 4) & 15] + hex[n & 15];
   }

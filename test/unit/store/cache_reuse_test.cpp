@@ -57,8 +57,8 @@ AttachmentRecord attachment(int i) {
 /// Saves `r` and checks the file against a fresh serialisation and a load.
 void save_and_check(FileCache& cache, const ContainerRecord& r) {
   cache.save(r);
-  CHECK(file_text(cache.record_path(r.container_id)) == manifold::store::record_to_json(r).dump() + "\n");
-  auto back = cache.load(r.container_id);
+  CHECK(file_text(cache.record_path(r.key())) == manifold::store::record_to_json(r).dump() + "\n");
+  auto back = cache.load(r.key());
   REQUIRE(back);
   CHECK(*back == r);
 }
@@ -71,6 +71,8 @@ TEST_CASE("file cache: every save of a growing, changing record is a fresh seria
   FileCache cache(dir.path());
   ContainerRecord r;
   r.container_id = "ctr-reuse";
+  r.network = "net";
+  r.ifname = "eth0";
   r.netns = "/var/run/netns/pod";
   r.ifname = "eth0";
   r.cni_version = "1.0.0";
@@ -112,7 +114,11 @@ TEST_CASE("file cache: reused texts never leak between containers or across a re
   FileCache cache(dir.path());
   ContainerRecord a, b;
   a.container_id = "ctr-a";
+  a.network = "net";
+  a.ifname = "eth0";
   b.container_id = "ctr-b";
+  b.network = "net";
+  b.ifname = "eth0";
   a.attachments = {attachment(0), attachment(1)};
   b.attachments = {attachment(1), attachment(0)};
   b.attachments[0].result = "{}";
@@ -122,11 +128,11 @@ TEST_CASE("file cache: reused texts never leak between containers or across a re
   save_and_check(cache, a);
   save_and_check(cache, b);
 
-  cache.remove(a.container_id);
-  CHECK_FALSE(cache.load(a.container_id));
+  cache.remove(a.key());
+  CHECK_FALSE(cache.load(a.key()));
   a.attachments = {attachment(3)};
   save_and_check(cache, a);
-  CHECK(cache.load(b.container_id) == b);
+  CHECK(cache.load(b.key()) == b);
 }
 
 TEST_CASE("file cache: an unstorable attachment is refused even after earlier good saves",
@@ -135,6 +141,8 @@ TEST_CASE("file cache: an unstorable attachment is refused even after earlier go
   FileCache cache(dir.path());
   ContainerRecord r;
   r.container_id = "ctr-bad";
+  r.network = "net";
+  r.ifname = "eth0";
   r.attachments = {attachment(0)};
   save_and_check(cache, r);
   r.attachments.push_back(attachment(1));
@@ -146,8 +154,10 @@ TEST_CASE("file cache: an unstorable attachment is refused even after earlier go
   // The file still holds the last good save.
   ContainerRecord good;
   good.container_id = "ctr-bad";
+  good.network = "net";
+  good.ifname = "eth0";
   good.attachments = {attachment(0)};
-  CHECK(cache.load(r.container_id) == good);
+  CHECK(cache.load(r.key()) == good);
 }
 
 TEST_CASE("file cache: a config or a result changing alone is re-serialised, the other reused", "[store]") {
@@ -155,6 +165,8 @@ TEST_CASE("file cache: a config or a result changing alone is re-serialised, the
   FileCache cache(dir.path());
   ContainerRecord r;
   r.container_id = "ctr-fields";
+  r.network = "net";
+  r.ifname = "eth0";
   r.attachments = {attachment(0), attachment(1)};
   save_and_check(cache, r);
   r.attachments[1].result = R"({"cniVersion":"1.0.0","note":"\"quoted\" \u00e9"})";

@@ -27,6 +27,7 @@ using manifold::Json;
 using manifold::cni::CniError;
 using manifold::store::AttachmentRecord;
 using manifold::store::ContainerRecord;
+using manifold::store::EntryKey;
 using manifold::store::FileCache;
 using manifold::store::MemoryCache;
 using namespace std::chrono_literals;
@@ -72,9 +73,14 @@ class SignallingSleeper final : public manifold::store::Sleeper {
   bool waiting = false;
 };
 
+/// The key of sample(id).
+EntryKey key(const std::string& id) { return {id, "net", "eth0"}; }
+
 ContainerRecord sample(const std::string& id = "0123456789abcdef") {
   ContainerRecord r;
   r.container_id = id;
+  r.network = "net";
+  r.cni_path = "/opt/cni/bin";
   r.netns = "/var/run/netns/cni-1234";
   r.ifname = "eth0";
   r.cni_version = "1.1.0";
@@ -139,7 +145,7 @@ TEST_CASE("file cache: round trip is byte-exact", "[store]") {
   FileCache cache(dir.path() / "cache");
   ContainerRecord r = sample();
   cache.save(r);
-  std::optional<ContainerRecord> back = cache.load(r.container_id);
+  std::optional<ContainerRecord> back = cache.load(key(r.container_id));
   REQUIRE(back);
   CHECK(*back == r);
   CHECK(back->attachments[0].config == r.attachments[0].config);
@@ -157,8 +163,8 @@ TEST_CASE("file cache: save replaces the entry and leaves no temp file", "[store
   r.attachments.pop_back();
   r.netns = "/proc/42/ns/net";
   cache.save(r);
-  CHECK(cache.load(r.container_id) == r);
-  CHECK(files_below(dir.path()) == std::vector<std::string>{r.container_id + ".json"});
+  CHECK(cache.load(key(r.container_id)) == r);
+  CHECK(files_below(dir.path()) == std::vector<std::string>{r.container_id + "/net@eth0.json"});
 }
 
 TEST_CASE("file cache: directories 0700 and files 0600 whatever the umask", "[store]") {
@@ -177,7 +183,8 @@ TEST_CASE("file cache: directories 0700 and files 0600 whatever the umask", "[st
     CHECK(mode_of(dir.path() / "a" / "b") == 0700);
     CHECK(mode_of(root) == 0700);
     CHECK(mode_of(root / ".tmp") == 0700);
-    CHECK(mode_of(root / "c1.json") == 0600);
+    CHECK(mode_of(root / "c1") == 0700);
+    CHECK(mode_of(root / "c1" / "net@eth0.json") == 0600);
   }
 }
 
@@ -194,9 +201,9 @@ TEST_CASE("file cache: missing directory is an empty cache and is not created by
   TempDir dir;
   fs::path root = dir.path() / "never";
   FileCache cache(root);
-  CHECK_FALSE(cache.load("c1"));
+  CHECK_FALSE(cache.load(key("c1")));
   CHECK(cache.list().empty());
-  CHECK_NOTHROW(cache.remove("c1"));
+  CHECK_NOTHROW(cache.remove(key("c1")));
   CHECK_FALSE(fs::exists(root));
 }
 
@@ -209,18 +216,18 @@ TEST_CASE("file cache: invalid container IDs are rejected before touching the di
         std::string(manifold::store::kMaxContainerIdLength + 1, 'a'), std::string("..")}) {
     CAPTURE(bad);
     std::string msg;
-    CHECK(code_of([&] { cache.load(bad); }, &msg) == 4);
+    CHECK(code_of([&] { cache.load(key(bad)); }, &msg) == 4);
     CHECK(msg.find("invalid container ID") != std::string::npos);
     CHECK(code_of([&] { cache.save(sample(bad)); }) == 4);
-    CHECK(code_of([&] { cache.remove(bad); }) == 4);
+    CHECK(code_of([&] { cache.remove(key(bad)); }) == 4);
     CHECK(code_of([&] { cache.lock(bad); }) == 4);
   }
   CHECK_FALSE(fs::exists(dir.path() / "cache"));
   std::string max_id(manifold::store::kMaxContainerIdLength, 'f');
   CHECK_NOTHROW(cache.save(sample(max_id)));
-  CHECK(cache.load(max_id) == sample(max_id));
+  CHECK(cache.load(key(max_id)) == sample(max_id));
   CHECK_NOTHROW(cache.lock(max_id));
-  CHECK_NOTHROW(cache.remove(max_id));
+  CHECK_NOTHROW(cache.remove(key(max_id)));
   CHECK_NOTHROW(cache.save(sample("A.b_c-D..9")));
 }
 
@@ -229,7 +236,7 @@ TEST_CASE("file cache: corrupt files are Decoding errors naming the file", "[sto
   FileCache cache(dir.path());
   ContainerRecord r = sample("c1");
   cache.save(r);
-  fs::path file = cache.record_path("c1");
+  fs::path file = cache.record_path(key("c1"));
   std::string good = read_file(file);
   Json j = Json::parse(good);
 
@@ -237,7 +244,7 @@ TEST_CASE("file cache: corrupt files are Decoding errors naming the file", "[sto
     CAPTURE(hint);
     write_file(file, text);
     std::string msg;
-    CHECK(code_of([&] { cache.load("c1"); }, &msg) == 6);
+    CHECK(code_of([&] { cache.load(key("c1")); }, &msg) == 6);
     CHECK(msg.find(file.string()) != std::string::npos);
     CHECK(msg.find(hint) != std::string::npos);
   };
@@ -266,34 +273,38 @@ TEST_CASE("file cache: corrupt files are Decoding errors naming the file", "[sto
                  "\"attachments[0]\" is not an object");
   expect_corrupt(with([](Json& x) { x["netns"] = nullptr; }), "\"netns\" is not a string");
   expect_corrupt(with([](Json& x) { x["containerId"] = "c2"; }), "another container ID");
-  expect_corrupt(with([](Json& x) { x["version"] = 2; }), "unknown format");
+  expect_corrupt(with([](Json& x) { x["version"] = 3; }), "unknown format");
+  expect_corrupt(with([](Json& x) { x["network"] = "other"; }), "another network or interface");
+  expect_corrupt(with([](Json& x) { x["ifname"] = "eth9"; }), "another network or interface");
+  expect_corrupt(with([](Json& x) { x.erase("cniPath"); }), "\"cniPath\" is missing");
   expect_corrupt(with([](Json& x) { x.erase("kind"); }), "\"kind\" is missing");
   expect_corrupt(with([](Json& x) { x["extra"] = 1; }), "\"extra\" is not an object");
 
   write_file(file, good);
-  CHECK(cache.load("c1") == r);
+  CHECK(cache.load(key("c1")) == r);
 }
 
 TEST_CASE("file cache: oversized, symlinked and non-regular files are rejected", "[store]") {
   TempDir dir;
   FileCache cache(dir.path());
-  fs::path file = cache.record_path("c1");
+  fs::path file = cache.record_path(key("c1"));
   std::string msg;
 
+  fs::create_directories(file.parent_path());
   write_file(file, std::string(manifold::store::kMaxCacheFileBytes + 1, ' '));
-  CHECK(code_of([&] { cache.load("c1"); }, &msg) == 6);
+  CHECK(code_of([&] { cache.load(key("c1")); }, &msg) == 6);
   CHECK(msg.find("larger than") != std::string::npos);
 
   fs::remove(file);
   FileCache other(dir.path() / "other");
   other.save(sample("c1"));
-  fs::create_symlink(other.record_path("c1"), file);
-  CHECK(code_of([&] { cache.load("c1"); }, &msg) == 6);
+  fs::create_symlink(other.record_path(key("c1")), file);
+  CHECK(code_of([&] { cache.load(key("c1")); }, &msg) == 6);
   CHECK(msg.find("symbolic link") != std::string::npos);
 
   fs::remove(file);
   fs::create_directory(file);
-  CHECK(code_of([&] { cache.load("c1"); }, &msg) == 6);
+  CHECK(code_of([&] { cache.load(key("c1")); }, &msg) == 6);
   CHECK(msg.find("not a regular file") != std::string::npos);
 }
 
@@ -323,23 +334,24 @@ TEST_CASE("file cache: remove under the lock leaves no file of the container", "
     auto guard = cache.lock("c1");
     cache.save(sample("c1"));
     CHECK(fs::exists(cache.lock_path("c1")));
-    cache.remove("c1");
-    CHECK_FALSE(fs::exists(cache.lock_path("c1")));
-    CHECK_FALSE(fs::exists(cache.record_path("c1")));
+    cache.remove(key("c1"));
+    CHECK_FALSE(fs::exists(cache.record_path(key("c1"))));
   }
-  CHECK(files_below(dir.path()) == std::vector<std::string>{"keep.json"});
-  CHECK_FALSE(cache.load("c1"));
-  CHECK_NOTHROW(cache.remove("c1"));  // idempotent, and still leaves nothing
-  CHECK(files_below(dir.path()) == std::vector<std::string>{"keep.json"});
+  // The lock file goes with the container's last entry, when the lock is released.
+  CHECK_FALSE(fs::exists(cache.lock_path("c1")));
+  CHECK(files_below(dir.path()) == std::vector<std::string>{"keep/net@eth0.json"});
+  CHECK_FALSE(cache.load(key("c1")));
+  CHECK_NOTHROW(cache.remove(key("c1")));  // idempotent, and still leaves nothing
+  CHECK(files_below(dir.path()) == std::vector<std::string>{"keep/net@eth0.json"});
 }
 
 TEST_CASE("file cache: remove without holding the lock takes it and cleans up", "[store]") {
   TempDir dir;
   FileCache cache(dir.path());
   cache.save(sample("c1"));
-  cache.remove("c1");
+  cache.remove(key("c1"));
   CHECK(files_below(dir.path()).empty());
-  cache.remove("c1");
+  cache.remove(key("c1"));
   CHECK(files_below(dir.path()).empty());
 }
 
@@ -353,23 +365,32 @@ TEST_CASE("file cache: remove sweeps a crashed writer's temp files of that conta
        {"c1.123.4.tmp", "c1.9.0.tmp", "c1.b.1.2.tmp", "c10.1.2.tmp", "c1.x.tmp"}) {
     write_file(tmp / name, "partial");
   }
-  cache.remove("c1");
+  cache.remove(key("c1"));
   std::vector<std::string> left = files_below(dir.path());
   std::sort(left.begin(), left.end());
   CHECK(left == std::vector<std::string>{".tmp/c1.b.1.2.tmp", ".tmp/c1.x.tmp", ".tmp/c10.1.2.tmp"});
 }
 
-TEST_CASE("file cache: list returns the IDs with a record, sorted", "[store]") {
+TEST_CASE("file cache: list returns the keys with a record, sorted", "[store]") {
   TempDir dir;
   FileCache cache(dir.path());
   cache.save(sample("zeta"));
   cache.save(sample("alpha"));
   cache.save(sample("x.lock"));
+  ContainerRecord second = sample("alpha");
+  second.network = "b/x@y";
+  second.ifname = "eth1";
+  cache.save(second);
   auto guard = cache.lock("only-locked");
   write_file(dir.path() / ".hidden.json", "{}");
   write_file(dir.path() / "notes.txt", "");
   write_file(dir.path() / ".json", "");
-  CHECK(cache.list() == std::vector<std::string>{"alpha", "x.lock", "zeta"});
+  write_file(dir.path() / "alpha" / "stray.txt", "");
+  write_file(dir.path() / "alpha" / "net@eth0.json.tmp", "");
+  CHECK(cache.list() == std::vector<EntryKey>{{"alpha", "b/x@y", "eth1"}, key("alpha"), key("x.lock"), key("zeta")});
+  CHECK(cache.list("alpha") == std::vector<EntryKey>{{"alpha", "b/x@y", "eth1"}, key("alpha")});
+  CHECK(cache.list("nobody").empty());
+  CHECK(cache.load({"alpha", "b/x@y", "eth1"}) == second);
 }
 
 TEST_CASE("file cache: locking twice on one thread is a bug, not a 30 s hang", "[store]") {
@@ -413,7 +434,7 @@ TEST_CASE("file cache: a remove during a wait hands the waiter a fresh, real loc
     acquired = true;
   });
   sleeper.wait_for_waiter();  // the waiter has the old lock file open and found it busy
-  cache.remove("c1");         // deletes that lock file while holding it
+  cache.remove(key("c1"));         // deletes that lock file while holding it
   first.reset();
   waiter.join();
   CHECK(acquired);
@@ -439,7 +460,7 @@ TEST_CASE("file cache: concurrent threads serialise on one container", "[store]"
       for (int i = 0; i < kRounds; ++i) {
         auto guard = cache.lock("shared");
         if (++inside != 1) overlap = true;
-        ContainerRecord cur = *cache.load("shared");
+        ContainerRecord cur = *cache.load(key("shared"));
         cur.extra["count"] = cur.extra["count"].get<int>() + 1;
         cache.save(cur);
         --inside;
@@ -448,7 +469,7 @@ TEST_CASE("file cache: concurrent threads serialise on one container", "[store]"
   }
   for (auto& t : threads) t.join();
   CHECK_FALSE(overlap);
-  CHECK(cache.load("shared")->extra["count"] == kThreads * kRounds);
+  CHECK(cache.load(key("shared"))->extra["count"] == kThreads * kRounds);
 }
 
 TEST_CASE("file cache: concurrent processes serialise on one container, even across removes",
@@ -477,7 +498,7 @@ TEST_CASE("file cache: concurrent processes serialise on one container, even acr
         for (int i = 0; i < kRounds; ++i) {
           {
             auto guard = cache.lock("shared");
-            ContainerRecord cur = cache.load("shared").value();
+            ContainerRecord cur = cache.load(key("shared")).value();
             cur.extra["count"] = cur.extra["count"].get<int>() + 1;
             cache.save(cur);
           }
@@ -486,9 +507,9 @@ TEST_CASE("file cache: concurrent processes serialise on one container, even acr
             auto guard = cache.lock("scratch");
             if (::write(log, enter.data(), enter.size()) < 0) rc = 3;
             cache.save(sample("scratch"));
-            if (!cache.load("scratch")) rc = 4;
+            if (!cache.load(key("scratch"))) rc = 4;
             if (::write(log, leave.data(), leave.size()) < 0) rc = 3;
-            cache.remove("scratch");
+            cache.remove(key("scratch"));
           }
         }
         ::close(log);
@@ -506,7 +527,7 @@ TEST_CASE("file cache: concurrent processes serialise on one container, even acr
     CHECK(WEXITSTATUS(status) == 0);
   }
   FileCache cache(dir.path());
-  CHECK(cache.load("shared")->extra["count"] == kProcs * kRounds);
+  CHECK(cache.load(key("shared"))->extra["count"] == kProcs * kRounds);
   // Critical sections never interleaved: every enter is directly followed by the same pid's exit.
   std::istringstream lines(read_file(journal));
   std::string enter, leave;
@@ -519,21 +540,22 @@ TEST_CASE("file cache: concurrent processes serialise on one container, even acr
   }
   CHECK(sections == kProcs * kRounds);
   CHECK_FALSE(fs::exists(cache.lock_path("scratch")));
-  CHECK_FALSE(fs::exists(cache.record_path("scratch")));
+  CHECK_FALSE(fs::exists(cache.record_path(key("scratch"))));
 }
 
 TEST_CASE("memory cache: behaves like the file cache", "[store]") {
   MemoryCache cache(20ms);
   ContainerRecord r = sample("c1");
-  CHECK_FALSE(cache.load("c1"));
+  CHECK_FALSE(cache.load(key("c1")));
   cache.save(r);
-  CHECK(cache.load("c1") == r);
+  CHECK(cache.load(key("c1")) == r);
   cache.save(sample("a0"));
-  CHECK(cache.list() == std::vector<std::string>{"a0", "c1"});
-  cache.remove("c1");
-  cache.remove("c1");
-  CHECK_FALSE(cache.load("c1"));
-  CHECK(code_of([&] { cache.load("../etc"); }) == 4);
+  CHECK(cache.list() == std::vector<EntryKey>{key("a0"), key("c1")});
+  CHECK(cache.list("c1") == std::vector<EntryKey>{key("c1")});
+  cache.remove(key("c1"));
+  cache.remove(key("c1"));
+  CHECK_FALSE(cache.load(key("c1")));
+  CHECK(code_of([&] { cache.load(key("../etc")); }) == 4);
   ContainerRecord bad = sample("c2");
   bad.extra = Json::array();
   CHECK(code_of([&] { cache.save(bad); }) == 100);
@@ -541,11 +563,11 @@ TEST_CASE("memory cache: behaves like the file cache", "[store]") {
 
 TEST_CASE("memory cache: corrupt entries fail to load until replaced", "[store]") {
   MemoryCache cache;
-  cache.corrupt("c1");
-  CHECK(code_of([&] { cache.load("c1"); }) == 6);
-  CHECK(cache.list() == std::vector<std::string>{"c1"});
+  cache.corrupt(key("c1"));
+  CHECK(code_of([&] { cache.load(key("c1")); }) == 6);
+  CHECK(cache.list() == std::vector<EntryKey>{key("c1")});
   cache.save(sample("c1"));
-  CHECK(cache.load("c1") == sample("c1"));
+  CHECK(cache.load(key("c1")) == sample("c1"));
 }
 
 TEST_CASE("memory cache: locks serialise, time out and detect re-locking", "[store]") {

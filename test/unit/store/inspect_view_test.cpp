@@ -13,6 +13,7 @@ namespace {
 ContainerRecord sample() {
   ContainerRecord r;
   r.container_id = "0123456789abcdef0123456789abcdef";
+  r.network = "k8s-pod-network";
   r.netns = "/var/run/netns/pod1";
   r.ifname = "eth0";
   r.cni_version = "1.0.0";
@@ -37,22 +38,24 @@ ContainerRecord sample() {
 
 }  // namespace
 
-TEST_CASE("the list table shows every container", "[store]") {
+TEST_CASE("the list table shows every entry", "[store]") {
   std::vector<ContainerEntry> entries;
-  entries.push_back({sample().container_id, sample(), "", true});
-  entries.push_back({"badc0ffee", std::nullopt, "corrupt cache file", false});
+  entries.push_back({sample().key(), sample(), "", true});
+  entries.push_back({{"badc0ffee", "other", "eth1"}, std::nullopt, "corrupt cache file", false});
   std::string t = list_table(entries, "/var/lib/cni/manifold");
   CHECK(t ==
-        "CONTAINER     NETNS                STATE                           INTERFACES  NETWORKS\n"
-        "0123456789ab  /var/run/netns/pod1  netns present                   eth0,net1   cbr0,default/data\n"
-        "badc0ffee     -                    unreadable: corrupt cache file  -           -\n");
+        "CONTAINER     NETWORK          IFNAME  NETNS                STATE                           INTERFACES  ATTACHMENTS\n"
+        "0123456789ab  k8s-pod-network  eth0    /var/run/netns/pod1  netns present                   eth0,net1   cbr0,default/data\n"
+        "badc0ffee     other            eth1    -                    unreadable: corrupt cache file  -           -\n");
   CHECK(list_table({}, "/x") == "no containers in /x\n");
   Json j = list_json(entries);
   REQUIRE(j.size() == 2);
   CHECK(j[0]["containerId"] == sample().container_id);
   CHECK(j[0]["attachments"][0]["ips"] == Json::array({"10.244.1.5/24"}));
   CHECK(j[0]["attachments"][1]["ips"] == Json::array({"192.168.10.5/24"}));
-  CHECK(j[1] == Json{{"containerId", "badc0ffee"}, {"error", "corrupt cache file"}});
+  CHECK(j[0]["network"] == "k8s-pod-network");
+  CHECK(j[0]["ifname"] == "eth0");
+  CHECK(j[1] == Json{{"containerId", "badc0ffee"}, {"network", "other"}, {"ifname", "eth1"}, {"error", "corrupt cache file"}});
 }
 
 TEST_CASE("one container's view decodes results and shows scoping state", "[store]") {
