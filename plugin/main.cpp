@@ -1,6 +1,7 @@
-// manifold's entry point: wiring only. With CNI_COMMAND set it is a CNI plugin: read the config
-// from stdin (bounded), hand it to the dispatcher and print what it returns. Without it, it is a
-// command for people, parsed with CLI11.
+// manifold's entry point and composition root. With CNI_COMMAND set it is a CNI plugin: it builds
+// the real side effects (processes, the file cache, netlink, iptables, the file system, the
+// Kubernetes API over HTTPS, time), reads the config from stdin (bounded), hands both to the
+// dispatcher and prints what it returns. Without it, it is a command for people, parsed with CLI11.
 #include <unistd.h>
 
 #include <cstdlib>
@@ -8,15 +9,57 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "cni/skel.h"
+#include "engine/services.h"
 #include "exec/process.h"
-#include "plugin/cli.h"
-#include "plugin/commands.h"
+#include "firewall/runner.h"
+#include "k8s/beast_transport.h"
+#include "netlink/real_net_ops.h"
+#include "plugin/cli/cli.h"
+#include "plugin/cni/verbs.h"
+#include "store/cache.h"
+#include "util/env.h"
 
 extern char** environ;
 
 namespace {
+
+using namespace manifold;
+
+// The real side effects of the CNI verbs.
+engine::Services real_services(exec::ProcessRunner& runner) {
+  engine::Services s;
+  s.runner = &runner;
+  s.open_cache = [](const std::string& dir) -> std::unique_ptr<store::Cache> {
+    return std::make_unique<store::FileCache>(dir);
+  };
+  s.open_netns = [](const std::string& path) -> std::unique_ptr<netlink::NetOps> {
+    return std::make_unique<netlink::RealNetOps>(path);
+  };
+  s.open_iptables = [](const std::string& netns, int wait) -> std::unique_ptr<firewall::IptablesRunner> {
+    firewall::RealIptablesRunner::Options options;
+    options.netns_path = netns;
+    options.lock_wait_seconds = wait;
+    return std::make_unique<firewall::RealIptablesRunner>(options);
+  };
+  s.file_exists = [](const std::string& path) { return ::access(path.c_str(), F_OK) == 0; };
+  s.files = std::make_shared<util::RealFileReader>();
+  s.find_auth = [files = s.files](const std::string& kubeconfig) {
+    util::ProcessEnv env;
+    return k8s::find_cluster_auth(kubeconfig, env, *files);
+  };
+  s.open_transport = [](const k8s::ClusterAuth& auth) -> std::unique_ptr<k8s::HttpTransport> {
+    return std::make_unique<k8s::BeastTransport>(auth);
+  };
+  s.k8s_sleeper = std::make_shared<k8s::ThreadSleeper>();
+  s.k8s_clock = std::make_shared<k8s::SteadyClock>();
+  s.sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
+  for (char** e = environ; e && *e; ++e) s.environment.emplace_back(*e);
+  return s;
+}
+
 
 std::map<std::string, std::string> environment_map() {
   std::map<std::string, std::string> env;
@@ -32,7 +75,7 @@ std::map<std::string, std::string> environment_map() {
 std::string read_stdin_bounded() {
   std::string data;
   char buf[65536];
-  while (data.size() <= manifold::cni::kMaxStdinBytes) {
+  while (data.size() <= cni::kMaxStdinBytes) {
     ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
@@ -64,12 +107,12 @@ bool cni_mode(int argc) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (!cni_mode(argc)) return manifold::plugin::run_cli(argc, argv);
+  if (!cni_mode(argc)) return plugin::run_cli(argc, argv);
   auto env = environment_map();
   std::string input = read_stdin_bounded();
-  manifold::exec::RealProcessRunner runner;
-  manifold::plugin::Commands commands(manifold::plugin::real_services(runner));
-  auto out = manifold::cni::dispatch(env, input, commands);
+  exec::RealProcessRunner runner;
+  plugin::Commands commands(real_services(runner));
+  auto out = cni::dispatch(env, input, commands);
   write_stdout(out.stdout_text);
   return out.exit_code;
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cni/error.h"
+#include "util/error.h"
 #include "util/log.h"
 
 namespace manifold::cni {
@@ -208,6 +209,10 @@ DispatchOutput dispatch(const std::map<std::string, std::string>& env, std::stri
   } catch (const CniError& e) {
     util::log_error("CNI error ", e.code(), ": ", e.msg());
     return {e.to_json(error_version(config_version)).dump(4, ' ', false, Json::error_handler_t::replace) + "\n", 1};
+  } catch (const util::IoError& e) {
+    CniError io(ErrorCode::Io, e.msg());
+    util::log_error("CNI error ", io.code(), ": ", io.msg());
+    return {io.to_json(error_version(config_version)).dump(4, ' ', false, Json::error_handler_t::replace) + "\n", 1};
   } catch (const std::exception& e) {
     CniError wrapped(ErrorCode::Internal, std::string("internal error: ") + e.what());
     util::log_error(wrapped.msg());

@@ -1,9 +1,6 @@
-// The `mesh` configuration of one attachment: which TCP traffic on that interface is redirected to
-// a service-mesh proxy, and how the rules are applied. Three layers feed it — the meta-plugin's
-// top-level `mesh` object (defaults), the delegate's own `mesh` object (the NAD), and the pod's
-// selection-element `cni-args` (`args.cni.mesh`) — and per key the later layer wins. The merged
-// object is then validated field by field; every bad field is CniError(InvalidConfig) naming it
-// (`mesh.inboundPort`, …), so a typo never silently turns into a redirect loop.
+// The `mesh` configuration of one attachment, as the rule builders (firewall/rules.h) take it: which
+// TCP traffic on that interface is redirected to a service-mesh proxy, and how the rules are
+// applied. The scoping module reads it from its three JSON layers (scoping/mesh_config.h).
 //
 // Keys (reference/mesh-and-routing.md §4.2) and defaults when no layer sets them:
 //   enabled                  false   the mesh is off unless some layer says `true`
@@ -90,21 +87,11 @@ struct MeshConfig {
   const std::vector<util::IpPrefix>& outbound_subnets(Family family) const;
 };
 
-/// Merges the three `mesh` layers (each an object or null/absent) key by key — later wins — and
-/// validates the result. Throws CniError(InvalidConfig) naming the first bad field.
-MeshConfig merge_mesh_layers(const Json& top, const Json& delegate, const Json& cni_args);
-
-/// Validates one already-merged `mesh` object (null = all defaults). Throws like merge_mesh_layers.
-MeshConfig parse_mesh_config(const Json& mesh);
-
 /// True if `ifname` is 1-15 characters of [A-Za-z0-9_.-] and not "." or "..".
 bool valid_ifname(std::string_view ifname);
 
 /// Throws CniError(InvalidConfig) unless valid_ifname(ifname); the message names the interface.
 void validate_ifname(std::string_view ifname);
-
-/// Parses one port-list entry text, "N" or "N-M" (1-65535, N ≤ M); nullopt when malformed.
-std::optional<PortRange> parse_port_range(std::string_view text);
 
 /// The families to install rules for, given which address families the attachment has: IPv4
 /// unless the attachment is IPv6-only, and IPv6 as `ipv6` says. Never empty.

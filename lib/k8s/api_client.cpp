@@ -251,7 +251,11 @@ const std::string& ApiClient::bearer_token() {
   std::string token = auth_.token;
   if (!auth_.token_file.empty()) {
     try {
-      token = trim(files_.read(auth_.token_file, kMaxTokenFileBytes));
+      try {
+        token = trim(files_.read(auth_.token_file, kMaxTokenFileBytes));
+      } catch (const util::IoError& e) {
+        throw cni::CniError(cni::ErrorCode::Io, e.msg());
+      }
       if (!is_valid_bearer_token(token))
         throw cni::CniError(cni::ErrorCode::InvalidConfig,
                             "Kubernetes bearer token file " + auth_.token_file +

@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "cni/error.h"
+#include "util/error.h"
 #include "k8s/http.h"
 #include "util/log.h"
 
@@ -127,7 +128,7 @@ class KubeconfigReader {
       const std::string resolved = resolve_path(*file);
       try {
         return files_.read(resolved);
-      } catch (const cni::CniError& e) {
+      } catch (const util::IoError& e) {
         fail(field_name(where, key) + ": " + e.msg());
       }
     }
@@ -238,6 +239,8 @@ bool is_valid_bearer_token(std::string_view token) {
 ClusterAuth load_kubeconfig(const std::string& path, util::FileReader& files) {
   try {
     return KubeconfigReader(path, files).load();
+  } catch (const util::IoError& e) {
+    throw cni::CniError(cni::ErrorCode::InvalidConfig, "kubeconfig " + path + ": " + e.msg());
   } catch (const cni::CniError& e) {
     if (e.code() == static_cast<unsigned>(cni::ErrorCode::InvalidConfig)) throw;
     throw cni::CniError(cni::ErrorCode::InvalidConfig, "kubeconfig " + path + ": " + e.msg());
@@ -264,7 +267,7 @@ std::optional<ClusterAuth> in_cluster_auth(const util::EnvSource& env, util::Fil
   const std::string dir(kServiceAccountDir);
   try {
     auth.ca_pem = files.read(dir + "/ca.crt");
-  } catch (const cni::CniError& e) {
+  } catch (const util::IoError& e) {
     throw cni::CniError(cni::ErrorCode::InvalidConfig, "in-cluster configuration: " + e.msg());
   }
   if (auth.ca_pem.find("-----BEGIN CERTIFICATE-----") == std::string::npos)

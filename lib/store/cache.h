@@ -14,120 +14,27 @@
 // describes — can lose or truncate an entry, which DEL and GC then treat as unreadable (best-effort
 // cleanup). An fsync costs milliseconds to tens of milliseconds on a busy node disk, twice per
 // attachment, which is far over the per-ADD budget (libcni and Multus do not sync their caches
-// either). MemoryCache is the fake for command tests. Keys are validated before they become file
-// names, and cache files are treated as untrusted input on load.
+// either). MemoryCache (store/memory_cache.h) is the fake for the engine's tests.
 #pragma once
 
 #include <chrono>
-#include <compare>
-#include <condition_variable>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
-#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "store/file_lock.h"
+#include "store/record.h"
 #include "util/json.h"
 
 namespace manifold::store {
 
-/// One network attachment of a container.
-struct AttachmentRecord {
-  /// Status/display name ("<namespace>/<name>" for NADs).
-  std::string name;
-  /// Interface name inside the pod.
-  std::string ifname;
-  /// Exact bytes passed to the delegate: conf or conflist JSON text.
-  std::string config;
-  /// Exact result bytes; "" until the ADD succeeded.
-  std::string result;
-  /// True for the cluster network (eth0) attachment.
-  bool cluster_network = false;
-  /// Scoping state and anything else; must be a JSON object.
-  Json extra = Json::object();
-
-  bool operator==(const AttachmentRecord&) const = default;
-};
-
-/// What identifies one cache entry: the container, the network (the meta config's "name") and the
-/// CNI_IFNAME of the runtime call that made it.
-struct EntryKey {
-  std::string container_id;  ///< CNI_CONTAINERID
-  /// The network's name; "" names the one entry a container had in the first layout, which
-  /// recorded no network (such an entry's `ifname` is "" as well).
-  std::string network;
-  std::string ifname;        ///< CNI_IFNAME
-  /// "<containerID>/<network>/<ifname>", for messages.
-  std::string str() const;
-  /// True for the key of a first-layout entry.
-  bool legacy() const { return network.empty(); }
-
-  auto operator<=>(const EntryKey&) const = default;
-};
-
-/// Everything cached for one runtime call: its key, the namespace and every attachment it made.
-struct ContainerRecord {
-  std::string container_id;  ///< CNI_CONTAINERID
-  std::string network;       ///< the network's name ("" in an entry of the first layout)
-  std::string netns;         ///< CNI_NETNS at ADD
-  std::string ifname;        ///< CNI_IFNAME
-  std::string cni_version;   ///< the config's cniVersion
-  std::string cni_path;      ///< CNI_PATH at ADD, so a DEL outside a CNI call finds the delegates
-  std::vector<AttachmentRecord> attachments;
-  /// Entry-level state; must be a JSON object.
-  Json extra = Json::object();
-
-  /// This record's cache key.
-  EntryKey key() const { return {container_id, network, ifname}; }
-  bool operator==(const ContainerRecord&) const = default;
-};
-
-/// Longest accepted container ID. Real IDs are 64 hex digits; the bound keeps every file name we
-/// derive (longest: "<id>.<pid>.<seq>.tmp", 33 more bytes) under NAME_MAX (255), so an ID that
-/// passes validation can never fail later with ENAMETOOLONG.
-inline constexpr size_t kMaxContainerIdLength = 200;
-/// Largest cache file accepted on load (and produced on save).
-inline constexpr size_t kMaxCacheFileBytes = 8u << 20;
-/// Deepest JSON nesting accepted in a cache file.
-inline constexpr int kMaxCacheJsonDepth = 64;
 /// Default bound on waiting for a container's lock.
 inline constexpr std::chrono::milliseconds kDefaultLockTimeout{30000};
-
-/// Longest accepted network name, once percent-encoded for its file name.
-inline constexpr size_t kMaxEncodedNetworkLength = 200;
-
-/// Throws CniError(InvalidEnv) unless `id` matches [A-Za-z0-9][A-Za-z0-9_.-]* and has at most
-/// kMaxContainerIdLength characters (so it is safe as a file name).
-void validate_container_id(std::string_view id);
-
-/// Throws CniError unless `key` can name an entry: a valid container ID (InvalidEnv), a network
-/// name of at most kMaxEncodedNetworkLength bytes once encoded (InvalidConfig) and a CNI_IFNAME of
-/// 1-15 characters of [A-Za-z0-9_.-] (InvalidEnv); or, for a first-layout key, a valid container ID
-/// and an empty ifname.
-void validate_entry_key(const EntryKey& key);
-
-/// The file name of an entry: "<network, percent-encoded>@<ifname>.json". Every byte outside
-/// [A-Za-z0-9_-] of the network name (so '.', '@', '/' and '%' too) becomes %XX.
-std::string entry_file_name(const std::string& network, const std::string& ifname);
-
-/// The (network, ifname) an entry file name encodes; nullopt for any other name.
-std::optional<std::pair<std::string, std::string>> parse_entry_file_name(std::string_view name);
-
-/// Serialises a record to its cache-file JSON (format "manifold-cache" version 2).
-Json record_to_json(const ContainerRecord& record);
-/// One element of the record's "attachments" list in the cache-file JSON.
-Json attachment_to_json(const AttachmentRecord& attachment);
-/// Parses and validates cache-file JSON of version 2, or of version 1 (the first layout: no
-/// network, no CNI_PATH); throws CniError(Decoding) mentioning `source` on any missing or wrongly
-/// typed field, an unknown format, or a key that differs from `key` (container ID always; network
-/// and ifname unless `key` is a first-layout key).
-ContainerRecord record_from_json(const Json& json, const EntryKey& key, const std::string& source);
 
 /// The cache of every entry on the node.
 class Cache {
@@ -205,36 +112,6 @@ class FileCache final : public Cache {
   std::map<std::string, std::thread::id> holders_;  ///< containers locked through this cache
   std::mutex saved_mu_;
   std::map<EntryKey, std::vector<SavedAttachment>> saved_;  ///< per entry, in list order
-};
-
-/// An in-memory Cache for tests, with the same ID validation and lock semantics as FileCache.
-class MemoryCache final : public Cache {
- public:
-  /// A cache whose lock waits give up after `lock_timeout` (real time).
-  explicit MemoryCache(std::chrono::milliseconds lock_timeout = kDefaultLockTimeout);
-
-  std::optional<ContainerRecord> load(const EntryKey& key) override;
-  void save(const ContainerRecord& record) override;
-  void remove(const EntryKey& key) override;
-  std::vector<EntryKey> list() override;
-  std::vector<EntryKey> list(const std::string& container_id) override;
-  std::unique_ptr<LockGuard> lock(const std::string& container_id) override;
-
-  /// Makes load(key) throw CniError(Decoding) like a corrupt file, until save or remove.
-  void corrupt(const EntryKey& key);
-  /// True while a guard for `container_id` is alive.
-  bool is_locked(const std::string& container_id) const;
-
- private:
-  class Guard;
-  void unlock(const std::string& container_id);
-
-  std::chrono::milliseconds lock_timeout_;
-  mutable std::mutex mu_;
-  std::condition_variable released_;
-  std::map<EntryKey, ContainerRecord> records_;
-  std::set<EntryKey> corrupt_;
-  std::map<std::string, std::thread::id> holders_;
 };
 
 }  // namespace manifold::store

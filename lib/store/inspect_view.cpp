@@ -3,6 +3,8 @@
 // attachment's `extra` object as the ADD path stored it.
 #include "store/inspect_view.h"
 
+#include "store/record_text.h"
+
 #include <algorithm>
 #include <sstream>
 
@@ -95,7 +97,7 @@ Json container_json(const ContainerRecord& record, bool netns_exists) {
                                {"gateways", s.gateways},
                                {"config", parsed_config(a.config)},
                                {"result", s.json},
-                               {"scoping", a.extra}});
+                               {"scoping", attachment_extra_json(a)}});
   }
   return Json{{"containerId", record.container_id},
               {"network", record.network},
@@ -167,12 +169,13 @@ std::string container_text(const ContainerRecord& record, bool netns_exists) {
     auto s = summarize(a, record.cni_version);
     std::string ips = a.result.empty() ? "(no result)" : s.readable ? or_dash(join(s.ips, ",")) : "(unreadable result)";
     rows.push_back({or_dash(a.ifname), or_dash(a.name), a.cluster_network ? "yes" : "no", ips, or_dash(s.mac),
-                    or_dash(join(s.gateways, ",")), scoping_keys(a.extra)});
+                    or_dash(join(s.gateways, ",")), scoping_keys(attachment_extra_json(a))});
   }
   os << render_table(rows);
   for (const auto& a : record.attachments) {
-    if (!a.extra.is_object() || a.extra.empty()) continue;
-    os << "\nscoping state of " << or_dash(a.ifname) << ":\n" << a.extra.dump(2) << "\n";
+    const Json state = attachment_extra_json(a);
+    if (!state.is_object() || state.empty()) continue;
+    os << "\nscoping state of " << or_dash(a.ifname) << ":\n" << state.dump(2) << "\n";
   }
   if (record.extra.is_object() && !record.extra.empty()) os << "\ncontainer state:\n" << record.extra.dump(2) << "\n";
   return os.str();

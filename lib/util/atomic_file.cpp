@@ -11,7 +11,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "cni/error.h"
+#include "util/error.h"
 
 namespace manifold::util {
 
@@ -41,7 +41,7 @@ class Fd {
 };
 
 [[noreturn]] void io_error(const std::string& what, const std::string& path, int err) {
-  throw cni::CniError(cni::ErrorCode::Io, what + " " + path + ": " + std::strerror(err));
+  throw IoError(what + " " + path + ": " + std::strerror(err));
 }
 
 void write_all(int fd, std::string_view data, const std::string& path) {
@@ -59,7 +59,7 @@ class TempFile {
   explicit TempFile(const std::string& dst) : dst_(dst) {
     std::filesystem::path p(dst);
     std::string name = p.filename().string();
-    if (name.empty()) throw cni::CniError(cni::ErrorCode::Io, "invalid destination path " + dst);
+    if (name.empty()) throw IoError("invalid destination path " + dst);
     path_ = (p.parent_path() / ("." + name + ".tmp-XXXXXX")).string();
     fd_.reset(::mkostemp(path_.data(), O_CLOEXEC));
     if (fd_.get() < 0) {
@@ -108,7 +108,7 @@ void copy_file_atomic(const std::string& src, const std::string& dst, mode_t mod
   if (in.get() < 0) io_error("cannot open", src, errno);
   struct stat st {};
   if (::fstat(in.get(), &st) != 0) io_error("cannot stat", src, errno);
-  if (!S_ISREG(st.st_mode)) throw cni::CniError(cni::ErrorCode::Io, "not a regular file: " + src);
+  if (!S_ISREG(st.st_mode)) throw IoError("not a regular file: " + src);
   TempFile tmp(dst);
   char buf[1 << 16];
   for (;;) {
@@ -126,7 +126,7 @@ std::string read_file_bounded(const std::string& path, std::size_t max_bytes) {
   if (in.get() < 0) io_error("cannot open", path, errno);
   struct stat st {};
   if (::fstat(in.get(), &st) != 0) io_error("cannot stat", path, errno);
-  if (!S_ISREG(st.st_mode)) throw cni::CniError(cni::ErrorCode::Io, "not a regular file: " + path);
+  if (!S_ISREG(st.st_mode)) throw IoError("not a regular file: " + path);
   std::string data;
   char buf[1 << 16];
   for (;;) {
@@ -135,7 +135,7 @@ std::string read_file_bounded(const std::string& path, std::size_t max_bytes) {
     if (n < 0) io_error("cannot read", path, errno);
     if (n == 0) break;
     if (data.size() + static_cast<size_t>(n) > max_bytes)
-      throw cni::CniError(cni::ErrorCode::Io, "file " + path + " is larger than " + std::to_string(max_bytes) +
+      throw IoError("file " + path + " is larger than " + std::to_string(max_bytes) +
                                                   " bytes");
     data.append(buf, static_cast<size_t>(n));
   }

@@ -13,16 +13,16 @@
 
 namespace manifold::util {
 
-/// Writes `data` to `path` atomically with permissions `mode`. Throws CniError(Io) naming the path
+/// Writes `data` to `path` atomically with permissions `mode`. Throws util::IoError naming the path
 /// when the directory is not writable or any step fails; the temp file is removed on failure.
 void write_file_atomic(const std::string& path, std::string_view data, mode_t mode);
 
 /// Copies the regular file `src` to `dst` atomically with permissions `mode` (streamed, so large
 /// binaries are fine). Works while another process holds `dst` open or is executing it. Throws
-/// CniError(Io) naming the path that failed.
+/// util::IoError naming the path that failed.
 void copy_file_atomic(const std::string& src, const std::string& dst, mode_t mode);
 
-/// Reads the whole regular file `path`. Throws CniError(Io) naming the path when it cannot be read
+/// Reads the whole regular file `path`. Throws util::IoError naming the path when it cannot be read
 /// or is larger than `max_bytes`.
 std::string read_file_bounded(const std::string& path, std::size_t max_bytes);
 

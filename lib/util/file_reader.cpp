@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "cni/error.h"
+#include "util/error.h"
 
 namespace manifold::util {
 namespace {
@@ -30,7 +30,7 @@ class ScopedFd {
 };
 
 [[noreturn]] void throw_read_error(const std::string& path, const std::string& why) {
-  throw cni::CniError(cni::ErrorCode::Io, "cannot read " + path + ": " + why);
+  throw IoError("cannot read " + path + ": " + why);
 }
 
 [[noreturn]] void throw_too_large(const std::string& path, std::size_t max_bytes) {

@@ -18,7 +18,7 @@ inline constexpr std::size_t kMaxFileBytes = 4u << 20;
 class FileReader {
  public:
   virtual ~FileReader() = default;
-  /// Returns the contents of `path`. Throws CniError(Io) naming the path (never the contents) when
+  /// Returns the contents of `path`. Throws util::IoError naming the path (never the contents) when
   /// the file cannot be opened or read, is not a regular file, or is larger than `max_bytes`.
   virtual std::string read(const std::string& path, std::size_t max_bytes = kMaxFileBytes) = 0;
 };

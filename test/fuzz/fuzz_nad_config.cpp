@@ -47,7 +47,7 @@ void use_delegate(Json config) {
   Json prepared = cni::prepare_delegate(config, Json{{"portMappings", Json::array()}, {"ips", {"10.1.1.5/24"}}}, "1.0.0");
   fuzz::must_parse(prepared.dump(), "prepare_delegate");
   auto mesh = config.find("mesh");
-  fuzz::accepts([&] { (void)firewall::merge_mesh_layers(Json(), mesh == config.end() ? Json() : *mesh, Json()); });
+  fuzz::accepts([&] { (void)scoping::merge_mesh_layers(Json(), mesh == config.end() ? Json() : *mesh, Json()); });
 }
 
 void try_nad(const Json& nad) {

@@ -55,7 +55,7 @@ std::string handle(const cni::Invocation& inv) {
       }
       auto mesh = delegate.find("mesh");
       fuzz::accepts([&] {
-        (void)firewall::merge_mesh_layers(top_mesh, mesh == delegate.end() ? Json() : *mesh, Json());
+        (void)scoping::merge_mesh_layers(top_mesh, mesh == delegate.end() ? Json() : *mesh, Json());
       });
     }
     check_splice(inv.stdin_data);

@@ -7,13 +7,14 @@
 #include <catch2/catch.hpp>
 
 #include "cni/error.h"
-#include "firewall/mesh.h"
+#include "scoping/mesh.h"
 #include "firewall/rules.h"
 #include "firewall/save_text.h"
 #include "netns_fixture.h"
 
 using namespace manifold;
 using namespace manifold::firewall;
+using namespace manifold::scoping;
 using namespace manifold::firewall::itest;
 
 namespace {

@@ -11,14 +11,15 @@
 #include "firewall/iptables_types.h"
 #include "netlink/real_net_ops.h"
 #include "netns_fixture.h"
-#include "plugin/scoping.h"
+#include "scoping/scoping.h"
 
 using namespace manifold;
 using namespace manifold::firewall;
+using namespace manifold::scoping;
 using namespace manifold::firewall::itest;
-using manifold::plugin::IptablesRunnerPool;
-using manifold::plugin::ScopingEnv;
-using manifold::plugin::ScopingPlan;
+using manifold::scoping::IptablesRunnerPool;
+using manifold::scoping::ScopingEnv;
+using manifold::scoping::ScopingPlan;
 
 namespace {
 
@@ -58,7 +59,7 @@ cni::Result net1_result() {
 ScopingPlan plan_for(Backend backend) {
   Json top = Json::parse(R"({"sourceRouting": {"enabled": true}, "mesh": {"enabled": true}})");
   top["mesh"]["iptablesMode"] = std::string(backend_name(backend));
-  return plugin::plan_scoping(top, Json::object(), nullptr, "net1");
+  return scoping::plan_scoping(top, Json::object(), nullptr, "net1");
 }
 
 // Each command separately: TestNetns::run puts only the first command of a list in the namespace.
@@ -97,7 +98,7 @@ TEST_CASE("apply twice leaves ip rule, the tables and iptables-save identical", 
   ScopingEnv env{ops, pool};
   const std::string main_before = main_text(ns);
 
-  const Json first = plugin::apply_scoping(env, plan_for(backend), net1_result());
+  const Json first = scoping::apply_scoping(env, plan_for(backend), net1_result());
   const std::string rules = rules_text(ns);
   const std::string tables = tables_text(ns);
   const std::string nat = nat_text(ns, backend);
@@ -111,14 +112,14 @@ TEST_CASE("apply twice leaves ip rule, the tables and iptables-save identical", 
   CHECK(has(table_text(ns, 1000), "default via 192.168.10.1 dev net1"));
   CHECK(has(table_text(ns, 1000), "192.168.20.0/24 via 192.168.10.1 dev net1"));
   CHECK(has(table_text(ns, 1001), "default via 2001:db8:10::1 dev net1"));
-  CHECK(plugin::check_scoping(env, first).empty());
+  CHECK(scoping::check_scoping(env, first).empty());
 
-  const Json second = plugin::apply_scoping(env, plan_for(backend), net1_result());
+  const Json second = scoping::apply_scoping(env, plan_for(backend), net1_result());
   CHECK(rules_text(ns) == rules);
   CHECK(tables_text(ns) == tables);
   CHECK(nat_text(ns, backend) == nat);
   CHECK(second["sourceRouting"] == first["sourceRouting"]);
-  CHECK(plugin::check_scoping(env, second).empty());
+  CHECK(scoping::check_scoping(env, second).empty());
 }
 
 TEST_CASE("CHECK fails after any single deletion and a re-apply repairs it", "[scoping][netns]") {
@@ -142,14 +143,14 @@ TEST_CASE("CHECK fails after any single deletion and a re-apply repairs it", "[s
   netlink::RealNetOps ops(ns.path());
   IptablesRunnerPool pool = IptablesRunnerPool::real(ns.path());
   ScopingEnv env{ops, pool};
-  const Json state = plugin::apply_scoping(env, plan_for(backend), net1_result());
-  REQUIRE(plugin::check_scoping(env, state).empty());
+  const Json state = scoping::apply_scoping(env, plan_for(backend), net1_result());
+  REQUIRE(scoping::check_scoping(env, state).empty());
   const CommandResult r = ns.run(deletion);
   INFO(r.out);
   REQUIRE(r.rc == 0);
-  CHECK_FALSE(plugin::check_scoping(env, state).empty());
-  const Json repaired = plugin::apply_scoping(env, plan_for(backend), net1_result());
-  CHECK(plugin::check_scoping(env, repaired).empty());
+  CHECK_FALSE(scoping::check_scoping(env, state).empty());
+  const Json repaired = scoping::apply_scoping(env, plan_for(backend), net1_result());
+  CHECK(scoping::check_scoping(env, repaired).empty());
 }
 
 TEST_CASE("DEL twice leaves nothing, also without the applied state", "[scoping][netns]") {
@@ -166,9 +167,9 @@ TEST_CASE("DEL twice leaves nothing, also without the applied state", "[scoping]
   const std::string nat_before = nat_text(ns, backend);
   const cni::Result result = net1_result();
 
-  const Json state = plugin::apply_scoping(env, plan_for(backend), result);
-  plugin::remove_scoping(env, state, "net1", &result);
-  plugin::remove_scoping(env, state, "net1", &result);
+  const Json state = scoping::apply_scoping(env, plan_for(backend), result);
+  scoping::remove_scoping(env, state, "net1", &result);
+  scoping::remove_scoping(env, state, "net1", &result);
   CHECK(rules_text(ns) == rules_before);
   CHECK(table_text(ns, 1000).empty());
   CHECK(table_text(ns, 1001).empty());
@@ -177,9 +178,9 @@ TEST_CASE("DEL twice leaves nothing, also without the applied state", "[scoping]
   CHECK_FALSE(has(nat_text(ns, backend), "CNIMESH"));
 
   // Only the plan was cached (the ADD died after the delegate) and the link is gone already.
-  (void)plugin::apply_scoping(env, plan_for(backend), result);
+  (void)scoping::apply_scoping(env, plan_for(backend), result);
   REQUIRE(ns.run("ip link del net1").rc == 0);
-  plugin::remove_scoping(env, plugin::initial_scoping_state(plan_for(backend)), "net1", &result);
+  scoping::remove_scoping(env, scoping::initial_scoping_state(plan_for(backend)), "net1", &result);
   CHECK_FALSE(has(rules_text(ns), "30000:"));
   CHECK_FALSE(has(nat_text(ns, backend), "CNIMESH"));
 }

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cni/error.h"
-#include "plugin/commands.h"
+#include "plugin/cni/verbs.h"
 #include "plugin/fakes.h"
 
 using manifold::Json;

@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "fakes.h"
-#include "plugin/attachments.h"
+#include "engine/attachment.h"
 
 using manifold::Json;
 using manifold::test::Call;
@@ -73,10 +73,10 @@ TEST_CASE("two manifold networks of one container are two entries, each DELed al
 }
 
 TEST_CASE("secondary names derive from CNI_IFNAME and must fit in 15 characters", "[plugin][commands]") {
-  CHECK(manifold::plugin::secondary_ifname("eth0", 2) == "net2");
-  CHECK(manifold::plugin::secondary_ifname("eth1", 2) == "eth1-2");
-  CHECK(manifold::plugin::secondary_ifname("abcdefghijkl", 3) == "abcdefghijkl-3");
-  CHECK_THROWS_AS(manifold::plugin::secondary_ifname("abcdefghijklmn", 1), manifold::cni::CniError);
+  CHECK(manifold::engine::secondary_ifname("eth0", 2) == "net2");
+  CHECK(manifold::engine::secondary_ifname("eth1", 2) == "eth1-2");
+  CHECK(manifold::engine::secondary_ifname("abcdefghijkl", 3) == "abcdefghijkl-3");
+  CHECK_THROWS_AS(manifold::engine::secondary_ifname("abcdefghijklmn", 1), manifold::cni::CniError);
   World w;
   auto out = w.run("ADD", network(w, "net-a"), on("abcdefghijklmn"));
   REQUIRE(out.exit_code == 1);

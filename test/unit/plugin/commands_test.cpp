@@ -4,7 +4,7 @@
 // capability, prevResult threading and splicing), result version conversion and merging, the cache
 // contents, rollback of a partial ADD, best-effort DEL without a cache, CHECK against the fake
 // namespace, GC with valid attachments, STATUS readiness, and the Kubernetes request sequence.
-#include "plugin/commands.h"
+#include "plugin/cni/verbs.h"
 
 #include <catch2/catch.hpp>
 #include <algorithm>

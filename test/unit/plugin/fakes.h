@@ -35,7 +35,7 @@
 #include "k8s/kubeconfig.h"
 #include "k8s/retry.h"
 #include "netlink/fake_net_ops.h"
-#include "plugin/commands.h"
+#include "plugin/cni/verbs.h"
 #include "store/cache.h"
 #include "temp_dir.h"
 #include "util/file_reader.h"

@@ -1,0 +1,72 @@
+// Implementation of per-invocation Kubernetes access: lazy transport, bounded calls, API-time and
+// request accounting.
+#include "engine/kube_access.h"
+
+#include "cni/error.h"
+#include "engine/services.h"
+
+namespace manifold::engine {
+
+KubeAccess::KubeAccess(const Services& services, const cni::MetaConfig& config)
+    : services_(services), config_(config) {
+  if (services_.find_auth) auth_ = services_.find_auth(config.kubeconfig);
+}
+
+KubeAccess::~KubeAccess() = default;
+
+k8s::ApiClient KubeAccess::client(int max_attempts) {
+  if (!auth_) throw cni::CniError(cni::ErrorCode::Internal, "Kubernetes API used without credentials");
+  if (!transport_) transport_ = services_.open_transport(*auth_);
+  using std::chrono::milliseconds;
+  auto left = milliseconds(config_.api_lookup_deadline_ms) - spent_;
+  if (left <= milliseconds(0))
+    throw cni::CniError(cni::ErrorCode::Kubernetes,
+                        "Kubernetes API calls of this invocation used up their total bound of " +
+                            std::to_string(config_.api_lookup_deadline_ms) + " ms (apiTimeouts.total)");
+  k8s::RetryPolicy policy;
+  policy.max_attempts = max_attempts > 0 ? max_attempts : config_.api_attempts;
+  policy.request_timeout = std::min(milliseconds(config_.api_request_timeout_ms), left);
+  policy.total_deadline = std::min(milliseconds(config_.api_call_deadline_ms), left);
+  policy.max_backoff = std::min(policy.max_backoff, policy.total_deadline);
+  return k8s::ApiClient(*transport_, *auth_, policy, *services_.k8s_sleeper, *services_.k8s_clock);
+}
+
+template <class F>
+auto KubeAccess::call(F&& f, int max_attempts) {
+  k8s::ApiClient c = client(max_attempts);
+  struct Count {
+    k8s::ApiClient& c;
+    int& total;
+    k8s::Clock& clock;
+    std::chrono::steady_clock::time_point start;
+    std::chrono::milliseconds& spent;
+    ~Count() {
+      total += c.requests_made();
+      spent += std::chrono::duration_cast<std::chrono::milliseconds>(clock.now() - start);
+    }
+  } count{c, requests_, *services_.k8s_clock, services_.k8s_clock->now(), spent_};
+  return f(c);
+}
+
+Json KubeAccess::get_pod(const std::string& ns, const std::string& name) {
+  return call([&](k8s::ApiClient& c) { return c.get_pod(ns, name); });
+}
+
+Json KubeAccess::get_nad(const std::string& ns, const std::string& name) {
+  return call([&](k8s::ApiClient& c) { return c.get_nad(ns, name); });
+}
+
+Json KubeAccess::update_pod_status(const std::string& ns, const std::string& name, const Json& pod) {
+  return call([&](k8s::ApiClient& c) { return c.update_pod_status(ns, name, pod); });
+}
+
+void KubeAccess::create_event(const std::string& ns, const Json& event) {
+  call(
+      [&](k8s::ApiClient& c) {
+        c.create_event(ns, event);
+        return 0;
+      },
+      1);
+}
+
+}  // namespace manifold::engine

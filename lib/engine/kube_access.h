@@ -1,0 +1,61 @@
+// Kubernetes access for one CNI invocation. It finds credentials (kubeconfig, else in-cluster,
+// else none) without touching the network or OpenSSL, opens one HTTPS connection on the first
+// request and reuses it for every call, bounds each request, each call (with its retries) and the
+// time all calls of the invocation spend on the API together (`apiTimeouts.total`; the time the
+// delegates run between the lookups and the status write does not count against it), and counts
+// requests so tests and benchmarks can assert "2 + k".
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "cni/netconf.h"
+#include "k8s/api_client.h"
+#include "k8s/http.h"
+#include "k8s/kubeconfig.h"
+#include "k8s/retry.h"
+
+namespace manifold::engine {
+
+struct Services;
+
+/// The API calls of one invocation.
+class KubeAccess {
+ public:
+  /// Finds credentials for `config` through `services` (no request is made).
+  KubeAccess(const Services& services, const cni::MetaConfig& config);
+  ~KubeAccess();
+  KubeAccess(const KubeAccess&) = delete;
+  KubeAccess& operator=(const KubeAccess&) = delete;
+
+  /// True when a kubeconfig or the in-cluster service account was found.
+  bool configured() const { return auth_.has_value(); }
+  /// GET the pod.
+  Json get_pod(const std::string& ns, const std::string& name);
+  /// GET a NetworkAttachmentDefinition.
+  Json get_nad(const std::string& ns, const std::string& name);
+  /// PUT pods/status.
+  Json update_pod_status(const std::string& ns, const std::string& name, const Json& pod);
+  /// POST an Event: one attempt, no retry (an Event is best effort and must not delay the ADD).
+  void create_event(const std::string& ns, const Json& event);
+  /// HTTP requests made so far (retries included).
+  int requests_made() const { return requests_; }
+  /// Time spent in API calls so far (what `apiTimeouts.total` bounds).
+  std::chrono::milliseconds api_time() const { return spent_; }
+
+ private:
+  k8s::ApiClient client(int max_attempts);
+  template <class F>
+  auto call(F&& f, int max_attempts = 0);
+
+  const Services& services_;
+  const cni::MetaConfig& config_;
+  std::optional<k8s::ClusterAuth> auth_;
+  std::unique_ptr<k8s::HttpTransport> transport_;
+  std::chrono::milliseconds spent_{0};
+  int requests_ = 0;
+};
+
+}  // namespace manifold::engine

@@ -1,0 +1,46 @@
+// Attachment resolution with Kubernetes, in Multus's order: the cluster network (the pod's
+// v1.multus-cni.io/default-network annotation, else `clusterNetwork` as a NAD in multusNamespace or a
+// config file, else the first delegate), then `defaultNetworks` (not for pods in systemNamespaces),
+// then the networks of the pod's k8s.v1.cni.cncf.io/networks annotation. Each distinct NAD is
+// fetched once; selection-element fields are delivered as Multus delivers them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cni/netconf.h"
+#include "cni/skel.h"
+#include "k8s/device_checkpoint.h"
+#include "engine/attachment.h"
+#include "engine/kube_access.h"
+#include "util/json.h"
+
+namespace manifold::engine {
+
+/// Fetches the pod named by CNI_ARGS and checks its UID against K8S_POD_UID (static pods, marked by
+/// the kubernetes.io/config.source annotation, are exempt). A missing pod is an error naming it.
+Json fetch_pod(KubeAccess& kube, const cni::PodRef& ref);
+
+/// How resolve_pod_attachments treats a network it cannot resolve.
+enum class Resolution {
+  Strict,      ///< ADD: any failure is the error of the whole resolution
+  BestEffort,  ///< DEL without a cache: such a network is skipped (logged); the others keep the
+               ///< interface names they had at ADD, so their delegates can release what they hold
+};
+
+/// Resolves every attachment of `pod`. `devices` hands out kubelet-allocated device IDs.
+std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, const cni::Invocation& inv,
+                                                KubeAccess& kube, const Json& pod, k8s::DeviceAllocator& devices,
+                                                Resolution mode = Resolution::Strict);
+
+/// The networks manifold is configured with, for verbs that have no pod (GC, STATUS): the cluster
+/// network, `defaultNetworks` and the remaining inline delegates, with NAD names resolved through
+/// `kube` as ADD resolves them (files when Kubernetes is not configured). Throws the API's CniError
+/// (k8s::ApiError) when a NAD cannot be read, CniError(NetworkNotFound) when a network is missing.
+std::vector<Attachment> resolve_configured_attachments(const cni::MetaConfig& config, const cni::Invocation& inv,
+                                                       KubeAccess& kube);
+
+/// The pod's annotation `key`, or "" when absent (or not a string).
+std::string pod_annotation(const Json& pod, const std::string& key);
+
+}  // namespace manifold::engine

@@ -1,0 +1,200 @@
+// Implementation of network-status writing (with conflict retry) and AddedInterface events.
+#include "engine/pod_status.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "cni/error.h"
+#include "cni/result_codec.h"
+#include "cni/delegate_config.h"
+#include "k8s/api_client.h"
+#include "k8s/isolation.h"
+#include "k8s/pod_object.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace manifold::engine {
+
+namespace {
+
+constexpr int kStatusConflictRetries = 5;
+
+cni::Result result_of(const store::AttachmentRecord& a) {
+  return cni::decode_result_text(a.result, cni::delegate_version(Json::parse(a.config)));
+}
+
+Json read_device_info(util::FileReader& files, const std::string& path) {
+  if (path.empty()) return Json();
+  try {
+    Json j = Json::parse(files.read(path, 64 * 1024), nullptr, false);
+    return j.is_discarded() ? Json() : j;
+  } catch (const util::IoError&) {
+    return Json();
+  }
+}
+
+std::string string_at(const Json& j, const char* a, const char* b) {
+  if (!j.contains(a) || !j[a].is_object() || !j[a].contains(b) || !j[a][b].is_string()) return "";
+  return j[a][b].get<std::string>();
+}
+
+}  // namespace
+
+std::vector<k8s::StatusInput> status_inputs(const store::ContainerRecord& record, util::FileReader& files) {
+  std::vector<cni::Result> results;
+  results.reserve(record.attachments.size());
+  for (const auto& a : record.attachments) results.push_back(result_of(a));
+  return status_inputs(record, results, files);
+}
+
+std::vector<k8s::StatusInput> status_inputs(const store::ContainerRecord& record,
+                                            const std::vector<cni::Result>& results, util::FileReader& files) {
+  if (results.size() != record.attachments.size())
+    throw cni::CniError(cni::ErrorCode::Internal, "status_inputs: " + std::to_string(results.size()) +
+                                                      " result(s) for " + std::to_string(record.attachments.size()) +
+                                                      " attachment(s)");
+  std::vector<k8s::StatusInput> out;
+  out.reserve(record.attachments.size());
+  for (std::size_t n = 0; n < record.attachments.size(); ++n) {
+    const auto& a = record.attachments[n];
+    const cni::Result& r = results[n];
+    k8s::StatusInput in;
+    in.name = a.name;
+    in.is_default = a.cluster_network;
+    in.ifname_requested = a.ifname;
+    for (const auto& i : r.interfaces) in.interfaces.push_back({i.name, i.mac, i.mtu.value_or(0), i.sandbox});
+    for (const auto& ip : r.ips) in.ips.push_back({ip.address, ip.interface, ip.gateway});
+    std::vector<k8s::StatusRoute> routes;
+    for (const auto& route : r.routes) routes.push_back({route.dst, route.gw});
+    in.gateways = k8s::installed_default_gateways(routes, in.ips);
+    in.dns = {r.dns.nameservers, r.dns.domain, r.dns.search, r.dns.options};
+    in.device_info = read_device_info(files, a.device_info_file);
+    in.extra_fields = a.status_fields;
+    out.push_back(std::move(in));
+  }
+  return out;
+}
+
+void write_network_status(KubeAccess& kube, const cni::PodRef& ref, Json pod, const std::string& value) {
+  for (int attempt = 0;; ++attempt) {
+    if (!pod.contains("metadata") || !pod["metadata"].is_object())
+      throw cni::CniError(cni::ErrorCode::Kubernetes, "pod " + ref.namespace_ + "/" + ref.name + " has no metadata");
+    Json& meta = pod["metadata"];
+    if (!meta.contains("annotations") || !meta["annotations"].is_object()) meta["annotations"] = Json::object();
+    meta["annotations"][k8s::kNetworkStatusAnnotation] = value;
+    try {
+      kube.update_pod_status(ref.namespace_, ref.name, pod);
+      return;
+    } catch (const k8s::ApiError& e) {
+      if (!e.conflict() || attempt + 1 >= kStatusConflictRetries)
+        throw cni::CniError(cni::ErrorCode::Kubernetes,
+                            "error setting the network status of pod " + ref.namespace_ + "/" + ref.name + ": " +
+                                e.msg() +
+                                (e.conflict() ? " (" + std::to_string(kStatusConflictRetries) + " conflicting updates in a row)"
+                                              : std::string()));
+      util::log_verbose("network-status update of ", ref.namespace_, "/", ref.name, " conflicted; re-reading the pod");
+      std::string uid = k8s::pod_metadata_string(pod, "uid");
+      pod = kube.get_pod(ref.namespace_, ref.name);
+      k8s::validate_pod_object(pod, ref.namespace_, ref.name);
+      if (k8s::pod_metadata_string(pod, "uid") != uid)
+        throw cni::CniError(cni::ErrorCode::Kubernetes, "error setting the network status of pod " + ref.namespace_ +
+                                                            "/" + ref.name + ": the pod was replaced during the ADD");
+    }
+  }
+}
+
+void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod,
+                       const store::ContainerRecord& record) {
+  std::vector<cni::Result> results;
+  results.reserve(record.attachments.size());
+  for (const auto& a : record.attachments) {
+    try {
+      results.push_back(result_of(a));
+    } catch (const cni::CniError&) {
+      results.emplace_back();  // an undecodable result lists no addresses in its event
+    }
+  }
+  send_added_events(kube, ref, pod, record, results);
+}
+
+Json pod_event(const cni::PodRef& ref, const Json& pod, const std::string& reason, const std::string& type) {
+  std::string stamp = util::rfc3339_now();
+  stamp = stamp.substr(0, 19) + "Z";  // Kubernetes Time has second precision
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return {{"apiVersion", "v1"},
+          {"kind", "Event"},
+          {"metadata", {{"name", ""}, {"namespace", ref.namespace_}}},
+          {"involvedObject",
+           {{"apiVersion", "v1"}, {"kind", "Pod"}, {"namespace", ref.namespace_}, {"name", ref.name},
+            {"uid", string_at(pod, "metadata", "uid")}, {"resourceVersion", string_at(pod, "metadata", "resourceVersion")}}},
+          {"reason", reason},
+          {"message", ""},
+          {"type", type},
+          {"source", {{"component", "manifold"}, {"host", host}}},
+          {"firstTimestamp", stamp},
+          {"lastTimestamp", stamp},
+          {"count", 1},
+          {"reportingComponent", "manifold"},
+          {"reportingInstance", host}};
+}
+
+std::string event_name(const cni::PodRef& ref, std::size_t n) {
+  auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch());
+  char suffix[32];
+  std::snprintf(suffix, sizeof suffix, ".%llx", static_cast<unsigned long long>(nanos.count()) + n);
+  return ref.name + suffix;
+}
+
+void send_warning_event(KubeAccess& kube, const cni::PodRef& ref, const Json& pod, const std::string& reason,
+                        const std::string& message) {
+  Json ev = pod_event(ref, pod, reason, "Warning");
+  ev["metadata"]["name"] = event_name(ref, 0);
+  ev["message"] = message;
+  try {
+    kube.create_event(ref.namespace_, ev);
+  } catch (const cni::CniError& e) {
+    util::log_warning("could not send the ", reason, " event (", e.msg(), ")");
+  }
+}
+
+void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod,
+                       const store::ContainerRecord& record, const std::vector<cni::Result>& results) {
+  if (results.size() != record.attachments.size())
+    throw cni::CniError(cni::ErrorCode::Internal, "send_added_events: " + std::to_string(results.size()) +
+                                                      " result(s) for " + std::to_string(record.attachments.size()) +
+                                                      " attachment(s)");
+  // Everything but the name and the message is the same in every event: built once.
+  Json ev = pod_event(ref, pod, "AddedInterface", "Normal");
+  Json& name = ev["metadata"]["name"];
+  Json& message = ev["message"];
+  std::size_t n = 0;
+  for (const auto& a : record.attachments) {
+    std::string ips;
+    for (const auto& ip : results[n].ips) ips += (ips.empty() ? "" : " ") + ip.address;
+    name = event_name(ref, n++);
+    message = "Add " + a.ifname + " [" + ips + "] from " + a.name;
+    try {
+      kube.create_event(ref.namespace_, ev);
+    } catch (const cni::CniError& e) {
+      // Best effort: one failure means the others would most likely fail (and wait) too.
+      util::log_warning("could not send the AddedInterface event for ", a.ifname, " (", e.msg(),
+                        "); not sending the remaining ", record.attachments.size() - n, " event(s)");
+      return;
+    }
+  }
+}
+
+void publish_status(KubeAccess& kube, util::FileReader& files, const cni::MetaConfig& config,
+                    const cni::Invocation& inv, const Json& pod, const store::ContainerRecord& record,
+                    const std::vector<cni::Result>& results) {
+  auto ref = cni::pod_ref_from(inv.args);
+  auto policy = k8s::namespace_policy_from_config(config.raw);
+  if (!k8s::is_system_namespace(policy, ref.namespace_))
+    write_network_status(kube, ref, pod, k8s::render_network_status(status_inputs(record, results, files)));
+  send_added_events(kube, ref, pod, record, results);
+}
+
+}  // namespace manifold::engine

@@ -1,0 +1,56 @@
+// The side effects of the attachment engine, as one struct of interfaces and factories: delegate
+// processes, the cache, network namespaces, iptables, the file system, time, and the Kubernetes API.
+// The CNI binary's composition root (plugin/main.cpp) fills it with the real implementations, the
+// node agent with the same ones, and the tests with fakes; the engine never reaches the system any
+// other way.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exec/process.h"
+#include "firewall/runner.h"
+#include "k8s/http.h"
+#include "k8s/kubeconfig.h"
+#include "k8s/retry.h"
+#include "netlink/net_ops.h"
+#include "store/cache.h"
+#include "util/file_reader.h"
+
+namespace manifold::engine {
+
+/// The side effects the engine needs.
+struct Services {
+  /// Runs delegate processes.
+  exec::ProcessRunner* runner = nullptr;
+  /// Opens the cache in a cniDir.
+  std::function<std::unique_ptr<store::Cache>(const std::string& dir)> open_cache;
+  /// Opens netlink operations inside a network namespace path.
+  std::function<std::unique_ptr<netlink::NetOps>(const std::string& netns)> open_netns;
+  /// Opens an iptables runner inside a network namespace path, with the legacy lock wait in seconds
+  /// (network scoping; only called for attachments with a mesh). Unset: the node's iptables.
+  std::function<std::unique_ptr<firewall::IptablesRunner>(const std::string& netns, int lock_wait_seconds)>
+      open_iptables;
+  /// True if a file exists (readiness indicator).
+  std::function<bool(const std::string& path)> file_exists;
+  /// Sleeps (readiness polling).
+  std::function<void(std::chrono::milliseconds)> sleep;
+  /// Finds Kubernetes credentials: the kubeconfig path (may be ""), else in-cluster; nullopt = none.
+  std::function<std::optional<k8s::ClusterAuth>(const std::string& kubeconfig)> find_auth;
+  /// Opens the HTTPS transport to the API server (no I/O until the first request).
+  std::function<std::unique_ptr<k8s::HttpTransport>(const k8s::ClusterAuth&)> open_transport;
+  /// Sleeps between API retries.
+  std::shared_ptr<k8s::Sleeper> k8s_sleeper;
+  /// Measures API deadlines.
+  std::shared_ptr<k8s::Clock> k8s_clock;
+  /// Reads small files (kubelet checkpoint, device info).
+  std::shared_ptr<util::FileReader> files;
+  /// The process's own environment ("K=V"), the base of every delegate's environment.
+  std::vector<std::string> environment;
+};
+
+}  // namespace manifold::engine

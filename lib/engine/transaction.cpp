@@ -1,0 +1,140 @@
+// Implementation of the attach transaction: record, run, record the result, scope, record; the
+// default-route step; and the exact rollback.
+#include "engine/transaction.h"
+
+#include "cni/error.h"
+#include "cni/result_codec.h"
+#include "engine/cached.h"
+#include "engine/detach.h"
+#include "engine/plan.h"
+#include "util/log.h"
+
+namespace manifold::engine {
+
+namespace {
+
+using cni::CniError;
+using cni::ErrorCode;
+
+}  // namespace
+
+void refuse_unreadable_entry(store::Cache& cache, const store::EntryKey& key) {
+  try {
+    cache.load(key);
+  } catch (const CniError& e) {
+    throw CniError(e.code(), "cannot ADD container " + key.container_id + " to network \"" + key.network +
+                                 "\": its cache entry is unreadable (" + e.msg() +
+                                 "); DEL the container first, which releases what it can and removes it");
+  }
+}
+
+store::ContainerRecord new_entry(const Session& session, const cni::Invocation& inv) {
+  store::ContainerRecord record;
+  record.container_id = inv.container_id;
+  record.network = session.config.name;
+  record.netns = inv.netns;
+  record.ifname = inv.ifname;
+  record.cni_version = inv.version;
+  record.cni_path = inv.path;
+  return record;
+}
+
+std::vector<scoping::DefaultRouteChange> apply_default_routes_to_record(scoping::ScopingEnv& env,
+                                                                       const std::vector<scoping::ScopingPlan>& plans,
+                                                                       store::ContainerRecord& record) {
+  const std::vector<scoping::DefaultRouteRequest> requests = scoping::default_route_requests(plans);
+  if (requests.empty()) return {};
+  std::vector<cni::Result> results;
+  for (const store::AttachmentRecord& a : record.attachments) results.push_back(decode_attachment_result(a));
+  std::vector<std::pair<std::string, cni::Result*>> targets;
+  for (std::size_t i = 0; i < results.size(); ++i) targets.emplace_back(record.attachments[i].ifname, &results[i]);
+  const std::vector<cni::Result> before = results;
+  std::vector<scoping::DefaultRouteChange> changes = scoping::apply_default_route_step(env, requests, targets);
+  for (std::size_t i = 0; i < results.size(); ++i)  // unchanged results keep their exact bytes
+    if (results[i] != before[i])
+      record.attachments[i].result = cni::encode_result(results[i], results[i].cni_version).dump();
+  return changes;
+}
+
+AttachTransaction::AttachTransaction(const Services& services, Session& session, const cni::Invocation& inv,
+                                     store::ContainerRecord entry)
+    : services_(services),
+      session_(session),
+      inv_(inv),
+      netns_(services.open_netns(inv.netns)),
+      iptables_(iptables_pool(services, inv.netns)),
+      env_{*netns_, iptables_},
+      record_(std::move(entry)),
+      first_new_(record_.attachments.size()) {
+  for (const auto& a : record_.attachments) results_.push_back(decode_attachment_result(a));
+}
+
+AttachTransaction::~AttachTransaction() {
+  if (!committed_) roll_back();
+}
+
+void AttachTransaction::save() { session_.cache->save(record_); }
+
+void AttachTransaction::attach(const Attachment& a, const scoping::ScopingPlan& plan) {
+  if (netns_->find_link(a.ifname))
+    throw CniError(ErrorCode::InterfaceExists, "cannot attach network \"" + a.name + "\": interface name " + a.ifname +
+                                                   " already exists in " + inv_.netns);
+  std::string version;
+  record_.attachments.push_back(planned_record(session_.config, inv_, a, plan, version));
+  save();  // before the delegate runs, so a crash can still be cleaned up
+  store::AttachmentRecord& added = record_.attachments.back();
+
+  util::log_verbose("ADD network \"", a.name, "\" as ", a.ifname);
+  if (util::Logger::instance().enabled(util::LogLevel::Debug))
+    util::log_debug("delegate config of \"", a.name, "\": ", util::redacted_dump(Json::parse(added.config)));
+  added.result = session_.runner->add(added.config, target_for(inv_, inv_.netns, added));
+  try {
+    results_.push_back(cni::decode_result_text(added.result, version));
+  } catch (const CniError& e) {
+    throw CniError(ErrorCode::DelegateFailed, "network \"" + a.name + "\" returned an invalid result: " + e.msg());
+  }
+  save();
+  if (!plan.active()) return;
+  added.scoping = scoping::apply_scoping(env_, plan, results_.back());
+  if (Json fields = scoping::scoping_status_fields(added.scoping); !fields.empty()) added.status_fields = fields;
+  save();
+}
+
+void AttachTransaction::apply_default_routes(const std::vector<scoping::ScopingPlan>& plans) {
+  std::vector<std::string> texts;
+  for (const auto& a : record_.attachments) texts.push_back(a.result);
+  route_changes_ = apply_default_routes_to_record(env_, plans, record_);
+  if (route_changes_.empty()) return;
+  save();
+  for (std::size_t i = 0; i < record_.attachments.size(); ++i)  // a moved default route rewrote a result
+    if (record_.attachments[i].result != texts[i]) results_[i] = decode_attachment_result(record_.attachments[i]);
+}
+
+// Undoes what this transaction did. The last attachment may be the one whose ADD failed; its DEL is
+// attempted but a failure there is only logged (a plugin cleans up after its own failed ADD).
+void AttachTransaction::roll_back() noexcept {
+  if (record_.attachments.size() == first_new_) return;  // nothing of this transaction was recorded
+  try {
+    util::log_error("ADD failed, rolling back ", record_.attachments.size() - first_new_, " attachment(s)");
+    scoping::undo_default_routes(*netns_, route_changes_);
+    const bool last_failed = record_.attachments.back().result.empty();
+    store::ContainerRecord added = record_;
+    added.attachments.erase(added.attachments.begin(), added.attachments.begin() + static_cast<long>(first_new_));
+    std::optional<CniError> error;
+    auto failed = delete_attachments(*session_.runner, inv_, added, del_netns(record_.netns), error, &env_);
+    if (last_failed && !failed.empty() && failed.back().ifname == added.attachments.back().ifname) failed.pop_back();
+    // The ADD's own error is what the caller must see: cache trouble here is only logged.
+    std::vector<store::AttachmentRecord> kept(record_.attachments.begin(),
+                                              record_.attachments.begin() + static_cast<long>(first_new_));
+    kept.insert(kept.end(), failed.begin(), failed.end());
+    if (kept.empty()) {
+      forget_entry(*session_.cache, record_.key());
+    } else {
+      keep_failed(*session_.cache, record_, std::move(kept));
+    }
+  } catch (const std::exception& e) {
+    util::log_error("rolling back the ADD of ", record_.key().str(), " failed: ", e.what());
+  }
+}
+
+}  // namespace manifold::engine

@@ -1,0 +1,51 @@
+// MemoryCache: the Cache of the engine's tests. It keeps records in memory with the same key
+// validation, storability checks and lock semantics as FileCache, and can mark an entry corrupt so
+// tests exercise the paths a damaged file takes.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "store/cache.h"
+
+namespace manifold::store {
+
+/// An in-memory Cache for tests, with the same ID validation and lock semantics as FileCache.
+class MemoryCache final : public Cache {
+ public:
+  /// A cache whose lock waits give up after `lock_timeout` (real time).
+  explicit MemoryCache(std::chrono::milliseconds lock_timeout = kDefaultLockTimeout);
+
+  std::optional<ContainerRecord> load(const EntryKey& key) override;
+  void save(const ContainerRecord& record) override;
+  void remove(const EntryKey& key) override;
+  std::vector<EntryKey> list() override;
+  std::vector<EntryKey> list(const std::string& container_id) override;
+  std::unique_ptr<LockGuard> lock(const std::string& container_id) override;
+
+  /// Makes load(key) throw CniError(Decoding) like a corrupt file, until save or remove.
+  void corrupt(const EntryKey& key);
+  /// True while a guard for `container_id` is alive.
+  bool is_locked(const std::string& container_id) const;
+
+ private:
+  class Guard;
+  void unlock(const std::string& container_id);
+
+  std::chrono::milliseconds lock_timeout_;
+  mutable std::mutex mu_;
+  std::condition_variable released_;
+  std::map<EntryKey, ContainerRecord> records_;
+  std::set<EntryKey> corrupt_;
+  std::map<std::string, std::thread::id> holders_;
+};
+
+}  // namespace manifold::store
