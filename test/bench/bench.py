@@ -50,6 +50,7 @@ sys.path.insert(0, os.path.join(REPO, "test", "integration"))
 sys.path.insert(0, os.path.join(REPO, "test", "integration", "apiserver"))
 sys.dont_write_bytecode = True
 
+from harness import ci  # noqa: E402
 from harness.netns import Netns, add_veth, remove_stale_namespaces, run  # noqa: E402
 
 PLUGIN_DIR = "/usr/lib/cni"
@@ -930,8 +931,7 @@ def parse_args(argv):
 def main(argv):
     args = parse_args(argv)
     if os.geteuid() != 0:
-        print("the benchmark needs root (network namespaces)", file=sys.stderr)
-        return 2
+        ci.cannot_run("the benchmark needs root (network namespaces)")
     remove_stale_namespaces()
     if args.realtime:
         # Inherited by every process the bench starts; the kernel's RT throttling still leaves 5%
