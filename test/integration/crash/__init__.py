@@ -5,4 +5,5 @@ runtime's recovery nothing may be left behind.
 trace.py     strace as the runtime's view of manifold: counting runs, steps, injections, hit checks
 residue.py   snapshots of namespaces and directories, and their differences
 campaign.py  CrashMixin: the per-verb campaign (baseline, counting run, points, findings, figures)
+soak.py      the bounded soak of test/bench/bench.py --only soak: random kills and errors on repeat
 """
