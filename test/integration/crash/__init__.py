@@ -6,4 +6,5 @@ trace.py     strace as the runtime's view of manifold: counting runs, steps, inj
 residue.py   snapshots of namespaces and directories, and their differences
 campaign.py  CrashMixin: the per-verb campaign (baseline, counting run, points, findings, figures)
 soak.py      the bounded soak of test/bench/bench.py --only soak: random kills and errors on repeat
+test_trace.py  unit tests of trace.py and the CI sampling (ctest "integration: crash_trace")
 """

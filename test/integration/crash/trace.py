@@ -121,12 +121,11 @@ class Call:
 
 
 class Trace:
-    """A parsed strace output: the calls in order and how the process ended."""
+    """A parsed strace output: the calls in order, and whether the process was SIGKILLed."""
 
-    def __init__(self, calls, killed, exit_status):
+    def __init__(self, calls, killed):
         self.calls = calls
         self.killed = killed
-        self.exit_status = exit_status
 
     def last_call(self):
         """The call the process was in when it died (or its last one)."""
@@ -160,15 +159,11 @@ def _fd_kind(decoration, sockets, fd):
 
 
 def _track_fds(name, args, result, sockets):
-    """Keeps `sockets` (fd -> "netlink"/"socket") current across socket, socketpair and close."""
+    """Keeps `sockets` (fd -> "netlink"/"socket") current across socket() and close(), for when
+    strace cannot name a socket (socket pairs it always can)."""
     fd_match = _FD_RE.match(result)
     if name == "socket" and fd_match and not result.startswith("-1"):
         sockets[int(fd_match.group("fd"))] = _socket_family(args)
-    elif name == "socketpair" and not result.startswith("-1"):
-        for fd in re.findall(r"\[(\d+)<[^>]*>, (\d+)<", args)[:1]:
-            sockets[int(fd[0])] = sockets[int(fd[1])] = "socket"
-        for fd in re.findall(r"\[(\d+), (\d+)\]", args)[:1]:
-            sockets[int(fd[0])] = sockets[int(fd[1])] = "socket"
     elif name == "close":
         arg = _FD_RE.match(args)
         if arg:
@@ -178,12 +173,10 @@ def _track_fds(name, args, result, sockets):
 def parse(text):
     """Parses strace output of one process (no -f); raises TraceError when it started a thread."""
     calls, counts, sockets = [], {}, {}
-    killed, exit_status = False, None
+    killed = False
     for line in text.splitlines():
         if line.startswith("+++ killed by SIGKILL"):
             killed = True
-        elif line.startswith("+++ exited with "):
-            exit_status = int(line.split()[3])
         match = _LINE_RE.match(line)
         if not match:
             continue
@@ -199,7 +192,7 @@ def parse(text):
             kind = _fd_kind(decoration, sockets, int(fd_arg.group("fd")))
         calls.append(Call(name, args, result, counts[name], kind, decoration))
         _track_fds(name, args, result, sockets)
-    return Trace(calls, killed, exit_status)
+    return Trace(calls, killed)
 
 
 def read(path):
@@ -344,7 +337,7 @@ class Tracer:
     def trace(self):
         """The parsed trace of the last run (an empty trace when manifold never ran)."""
         if not os.path.exists(self.trace_path):
-            return Trace([], False, None)
+            return Trace([], False)
         return read(self.trace_path)
 
 
