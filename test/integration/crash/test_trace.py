@@ -66,6 +66,13 @@ class ClassificationTest(unittest.TestCase):
             ("sendmsg#1", trace.NETLINK_ERRNOS), ("recvmsg#1", trace.NETLINK_ERRNOS),
             ("sendmsg#2", trace.NETLINK_ERRNOS), ("unlink#1", trace.CACHE_ERRNOS)])
 
+    def test_netlink_receives_after_a_tcp_receive_are_left_out(self):
+        tcp = "recvmsg(9<TCP:[127.0.0.1:59652->127.0.0.1:44979]>, {msg_name=NULL}, 0) = 512\n"
+        lines = COUNTING.splitlines(keepends=True)
+        at = next(i for i, line in enumerate(lines) if line.startswith("recvmsg("))
+        points = trace.error_points(trace.parse("".join(lines[:at] + [tcp] + lines[at:])), CNI_DIR)
+        self.assertEqual([c.name for c, _ in points if c.fd_kind == "netlink"], ["sendmsg", "sendmsg"])
+
     def test_a_thread_fails_the_parse(self):
         line = ("clone3({flags=CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD, "
                 "exit_signal=0}, 88) = 7988\n")
