@@ -25,8 +25,8 @@ Every problem becomes a Finding (scenario, verb, injection, step, what was wrong
 stopping the campaign; the state is then forced back to the baseline so later points are judged
 on their own, and the test fails at the end listing every finding.
 
-Environment: MANIFOLD_CRASH_MODE=long injects every errno at every error point (default "ci":
-one errno per point, at most CI_ERROR_BUDGET points per verb, see select_errors); MANIFOLD_CRASH_ONLY=text runs only the points whose label contains text (e.g.
+Environment: MANIFOLD_CRASH_MODE=long injects every errno at every error point (default "ci": one
+errno at every cache call and netlink request and at every 4th netlink receive, see select_errors); MANIFOLD_CRASH_ONLY=text runs only the points whose label contains text (e.g.
 "kill at rename#3"), to reproduce a finding; MANIFOLD_CRASH_REPORT=file appends each campaign's
 figures, steps and findings to file as a JSON line.
 """
@@ -40,7 +40,7 @@ from crash.trace import Injection, TraceError, Tracer
 
 CONTAINER = "ctr-crash"
 KEEP = "ctr-keep"
-CI_ERROR_BUDGET = 15
+CI_RECEIVE_STRIDE = 4
 ERRNO_TEXTS = {
     "ENOSPC": ("No space left on device",),
     "EIO": ("Input/output error",),
@@ -57,14 +57,17 @@ def long_mode():
 
 
 def select_errors(points, long):
-    """(call, errno) pairs to run. Long mode: every errno at every point. CI: at most
-    CI_ERROR_BUDGET points, spread evenly over the verb's run by a fixed stride, one errno each,
-    the errnos of a family taking turns (deterministic, so a CI failure reproduces)."""
+    """(call, errno) pairs to run. Long mode: every errno at every point. CI: every cache call and
+    every netlink request once, and every CI_RECEIVE_STRIDE-th netlink receive, one errno each, the
+    errnos of a family taking turns (deterministic, so a CI failure reproduces)."""
     if long:
         return [(call, errno) for call, errnos in points for errno in errnos]
-    stride = max(1, -(-len(points) // CI_ERROR_BUDGET))
-    turns, chosen = {}, []
-    for call, errnos in points[::stride]:
+    turns, receives, chosen = {}, 0, []
+    for call, errnos in points:
+        if call.name in trace.RECEIVES:
+            receives += 1
+            if receives % CI_RECEIVE_STRIDE != 1:
+                continue
         turn = turns[errnos] = turns.get(errnos, -1) + 1
         chosen.append((call, errnos[turn % len(errnos)]))
     return chosen
@@ -356,8 +359,10 @@ class CrashMixin:
 
     def report(self, verb, steps, points, seconds):
         """Prints the figures, appends them to MANIFOLD_CRASH_REPORT, fails on findings."""
+        kinds = [trace.point_kind(call) for call, _ in points]
         figures = dict(self.figures, scenario=self.scenario, verb=verb, steps=len(steps),
                        error_points=len(points), mode="long" if long_mode() else "ci",
+                       error_point_kinds={k: kinds.count(k) for k in sorted(set(kinds))},
                        seconds=round(seconds, 1), findings=[str(f) for f in self.findings],
                        step_list=[c.describe(self.replacements()) for c in steps])
         print("\n%s %s: %d kill steps, %d error points; injected %d kills, errors %s; %d findings; "

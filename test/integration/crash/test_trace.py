@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.dont_write_bytecode = True
 
 from crash import trace  # noqa: E402
-from crash.campaign import CI_ERROR_BUDGET, select_errors  # noqa: E402
+from crash.campaign import select_errors  # noqa: E402
 from crash.trace import Injection  # noqa: E402
 
 CNI_DIR = "/tmp/t/cache"
@@ -118,22 +118,21 @@ class HitTest(unittest.TestCase):
 class SamplingTest(unittest.TestCase):
     """select_errors in CI and long mode."""
 
-    points = [("cache%d" % i, trace.CACHE_ERRNOS) for i in range(40)] + \
-             [("netlink%d" % i, trace.NETLINK_ERRNOS) for i in range(20)]
+    def setUp(self):
+        self.points = trace.error_points(trace.parse(COUNTING * 3), CNI_DIR)
 
     def test_long_mode_runs_every_errno_at_every_point(self):
-        self.assertEqual(len(select_errors(self.points, True)), 120)
+        self.assertEqual(len(select_errors(self.points, True)), 2 * len(self.points))
 
-    def test_ci_mode_is_bounded_spread_and_takes_errnos_in_turn(self):
+    def test_ci_mode_fails_every_request_once_and_every_fourth_receive(self):
         chosen = select_errors(self.points, False)
-        self.assertLessEqual(len(chosen), CI_ERROR_BUDGET)
-        self.assertEqual(chosen[:3], [("cache0", "ENOSPC"), ("cache4", "EIO"), ("cache8", "ENOSPC")])
-        self.assertIn(("netlink0", "ENOBUFS"), chosen)
-        self.assertIn(("netlink4", "EBUSY"), chosen)
-
-    def test_ci_mode_takes_every_point_of_a_short_run(self):
-        self.assertEqual(select_errors(self.points[:3], False),
-                         [("cache0", "ENOSPC"), ("cache1", "EIO"), ("cache2", "ENOSPC")])
+        self.assertEqual([(c.name, c.index, e) for c, e in chosen if c.fd_kind == "netlink"], [
+            ("sendmsg", 1, "ENOBUFS"), ("recvmsg", 1, "EBUSY"), ("sendmsg", 2, "ENOBUFS"),
+            ("sendmsg", 4, "EBUSY"), ("sendmsg", 5, "ENOBUFS"), ("sendmsg", 7, "EBUSY"),
+            ("sendmsg", 8, "ENOBUFS")])
+        self.assertEqual([e for c, e in chosen if c.fd_kind != "netlink"][:4],
+                         ["ENOSPC", "EIO", "ENOSPC", "EIO"])
+        self.assertEqual(len(chosen), len(self.points) - 2)
 
 
 if __name__ == "__main__":

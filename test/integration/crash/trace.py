@@ -274,6 +274,13 @@ def is_netlink_io(call):
             and (call.name in SENDS or call.name in RECEIVES or call.name in WRITES))
 
 
+def point_kind(call):
+    """"cache", "netlink request" or "netlink receive": what an error point is, for the figures."""
+    if call.fd_kind != "netlink":
+        return "cache"
+    return "netlink receive" if call.name in RECEIVES else "netlink request"
+
+
 def error_points(trace, cni_dir):
     """(call, errnos) for every call an errno is injected into: cache calls and netlink I/O. A
     netlink receive that comes after a receive of the same system call on another socket (an API
