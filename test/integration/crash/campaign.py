@@ -26,7 +26,7 @@ stopping the campaign; the state is then forced back to the baseline so later po
 on their own, and the test fails at the end listing every finding.
 
 Environment: MANIFOLD_CRASH_MODE=long injects every errno at every error point (default "ci": one
-errno at every cache call and netlink request and at every 4th netlink receive, see select_errors); MANIFOLD_CRASH_ONLY=text runs only the points whose label contains text (e.g.
+errno at every cache call and netlink request and at one in 4 netlink receives, see select_errors); MANIFOLD_CRASH_ONLY=text runs only the points whose label contains text (e.g.
 "kill at rename#3"), to reproduce a finding; MANIFOLD_CRASH_REPORT=file appends each campaign's
 figures, steps and findings to file as a JSON line.
 """
@@ -58,15 +58,17 @@ def long_mode():
 
 def select_errors(points, long):
     """(call, errno) pairs to run. Long mode: every errno at every point. CI: every cache call and
-    every netlink request once, and every CI_RECEIVE_STRIDE-th netlink receive, one errno each, the
-    errnos of a family taking turns (deterministic, so a CI failure reproduces)."""
+    every netlink request once, and the 3rd of every CI_RECEIVE_STRIDE netlink receives (libnl
+    peeks, then reads each message, so that is the peek at an answer's second message: the ACK or
+    NLMSG_DONE), one errno each, the errnos of a family taking turns (deterministic, so a CI
+    failure reproduces)."""
     if long:
         return [(call, errno) for call, errnos in points for errno in errnos]
     turns, receives, chosen = {}, 0, []
     for call, errnos in points:
         if call.name in trace.RECEIVES:
             receives += 1
-            if receives % CI_RECEIVE_STRIDE != 1:
+            if receives % CI_RECEIVE_STRIDE != 3:
                 continue
         turn = turns[errnos] = turns.get(errnos, -1) + 1
         chosen.append((call, errnos[turn % len(errnos)]))

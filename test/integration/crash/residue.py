@@ -1,15 +1,16 @@
 """What a test run leaves behind, as a comparable snapshot.
 
 A snapshot records, for the pod and the node namespace, the links, addresses, routes of every
-routing table, policy-routing rules, and the rules and non-built-in chains of every table of both
-iptables backends (legacy and nft) for IPv4 and IPv6; and on disk every entry under cniDir (any
+routing table and policy-routing rules, and for the pod (where manifold writes them) the rules and
+non-built-in chains of every table of both iptables backends (legacy and nft) for IPv4 and IPv6;
+and on disk every entry under cniDir (any
 file, and any directory but the top-level `.tmp`: the cache layout may change, so no file name is
 assumed), the host-local reservations, the runtime's (libcni's) cache entries and the device-info
 files. Link-local IPv6 addresses and routes are left out: they come and go with their links, which
 are compared themselves. differences() lists what was added to or removed from a baseline.
 
-Each namespace is read by one `ip netns exec <ns> sh` running every command in turn, all namespaces
-in parallel, so a snapshot costs one `ip netns exec` per namespace, not one per command.
+Each namespace is read by one shell running every command in turn (`ip -n <ns>`, and the iptables
+saves under one `ip netns exec <ns>`), all namespaces in parallel.
 """
 import json
 import os
@@ -18,13 +19,15 @@ import subprocess
 from harness.netns import HarnessError
 from harness.tree import reservations
 
-_COMMANDS = (
-    ("links", "ip -j -d link show"),
-    ("addresses", "ip -j addr show"),
-    ("routes4", "ip -j -4 route show table all"),
-    ("routes6", "ip -j -6 route show table all"),
-    ("rules4", "ip -j -4 rule show"),
-    ("rules6", "ip -j -6 rule show"),
+_IP_COMMANDS = (
+    ("links", "-d link show"),
+    ("addresses", "addr show"),
+    ("routes4", "-4 route show table all"),
+    ("routes6", "-6 route show table all"),
+    ("rules4", "-4 rule show"),
+    ("rules6", "-6 rule show"),
+)
+_IPTABLES_COMMANDS = (
     ("iptables-legacy", "iptables-legacy-save"),
     ("ip6tables-legacy", "ip6tables-legacy-save"),
     ("iptables-nft", "iptables-nft-save"),
@@ -47,13 +50,17 @@ class Places:
         self.device_info_dir = device_info_dir
 
 
-_SCRIPT = "; ".join("echo '%s%s'; %s 2>/dev/null" % (_MARK, key, cmd) for key, cmd in _COMMANDS)
+def _script(commands):
+    return "; ".join("echo '%s%s'; %s 2>/dev/null" % (_MARK, key, cmd) for key, cmd in commands)
 
 
-def _start(ns):
-    """Starts reading a namespace (every command in one `ip netns exec ... sh`)."""
-    return subprocess.Popen(["ip", "netns", "exec", ns.name, "sh", "-c", _SCRIPT],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def _start(ns, with_iptables):
+    """Starts reading a namespace in one shell: `ip -j -n <ns>` for each ip command, then (when
+    asked) the iptables saves in one `ip netns exec <ns> sh`."""
+    script = _script([(key, "ip -j -n '%s' %s" % (ns.name, cmd)) for key, cmd in _IP_COMMANDS])
+    if with_iptables:
+        script += "; ip netns exec '%s' sh -c \"%s\"" % (ns.name, _script(_IPTABLES_COMMANDS))
+    return subprocess.Popen(["sh", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def _sections(proc, ns):
@@ -125,14 +132,14 @@ _PARSERS = {"links": _links, "addresses": _addresses, "routes4": _routes, "route
             "rules4": _rules, "rules6": _rules}
 
 
-def netns_states(namespaces):
-    """{ns: state} for namespaces read in parallel, a state being key -> sorted list of strings
-    ({} for a namespace that is gone)."""
-    procs = {ns: _start(ns) for ns in namespaces if ns.exists()}
+def netns_states(namespaces, node):
+    """{ns: state} for namespaces read in parallel (iptables too, but in the node), a state being
+    key -> sorted list of strings ({} for a namespace that is gone)."""
+    procs = {ns: _start(ns, ns is not node) for ns in namespaces if ns.exists()}
     states = {ns: {} for ns in namespaces}
     for ns, proc in procs.items():
         sections = _sections(proc, ns)
-        states[ns] = {key: _PARSERS.get(key, _iptables)(sections.get(key, "")) for key, _ in _COMMANDS}
+        states[ns] = {key: _PARSERS.get(key, _iptables)(text) for key, text in sections.items()}
     return states
 
 
@@ -165,7 +172,7 @@ def snapshot(places, *extra_namespaces):
     """Everything at once: "pod <key>", "node <key>", "<ns name> <key>" and the file keys."""
     state = file_state(places)
     labelled = [("pod", places.pod), ("node", places.node)] + [(n.name, n) for n in extra_namespaces]
-    states = netns_states([ns for _, ns in labelled])
+    states = netns_states([ns for _, ns in labelled], places.node)
     for label, ns in labelled:
         for key, value in states[ns].items():
             state["%s %s" % (label, key)] = value
