@@ -9,8 +9,9 @@ assumed), the host-local reservations, the runtime's (libcni's) cache entries an
 files. Link-local IPv6 addresses and routes are left out: they come and go with their links, which
 are compared themselves. differences() lists what was added to or removed from a baseline.
 
-Each namespace is read by one shell running every command in turn (`ip -n <ns>`, and the iptables
-saves under one `ip netns exec <ns>`), all namespaces in parallel.
+Each namespace is read by one shell: two `ip -n <ns> -batch` runs (IPv4 with link details, IPv6)
+and, in pods, the iptables saves under one `ip netns exec <ns>` (legacy ones only where the
+namespace has legacy tables, which a save would otherwise create); all namespaces in parallel.
 """
 import json
 import os
@@ -19,19 +20,21 @@ import subprocess
 from harness.netns import HarnessError
 from harness.tree import reservations
 
-_IP_COMMANDS = (
-    ("links", "-d link show"),
-    ("addresses", "addr show"),
-    ("routes4", "-4 route show table all"),
-    ("routes6", "-6 route show table all"),
-    ("rules4", "-4 rule show"),
-    ("rules6", "-6 rule show"),
+# Two `ip -batch` runs per namespace: (global options, [(key, batch line)...]); one JSON document
+# per line comes out.
+_IP_BATCHES = (
+    ("-d -j -4", (("links", "link show"), ("addresses", "addr show"),
+                  ("routes4", "route show table all"), ("rules4", "rule show"))),
+    ("-j -6", (("addresses", "addr show"), ("routes6", "route show table all"),
+               ("rules6", "rule show"))),
 )
+# The iptables saves of a pod: (key, command, the /proc file that lists its loaded tables or None).
+# A legacy save runs only when the namespace has legacy tables: it would create them otherwise.
 _IPTABLES_COMMANDS = (
-    ("iptables-legacy", "iptables-legacy-save"),
-    ("ip6tables-legacy", "ip6tables-legacy-save"),
-    ("iptables-nft", "iptables-nft-save"),
-    ("ip6tables-nft", "ip6tables-nft-save"),
+    ("iptables-nft", "iptables-nft-save", None),
+    ("ip6tables-nft", "ip6tables-nft-save", None),
+    ("iptables-legacy", "iptables-legacy-save", "/proc/net/ip_tables_names"),
+    ("ip6tables-legacy", "ip6tables-legacy-save", "/proc/net/ip6_tables_names"),
 )
 _MARK = "@@crash-snapshot@@ "
 _BUILTIN_CHAINS = {"PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"}
@@ -50,21 +53,32 @@ class Places:
         self.device_info_dir = device_info_dir
 
 
-def _script(commands):
-    return "; ".join("echo '%s%s'; %s 2>/dev/null" % (_MARK, key, cmd) for key, cmd in commands)
+def _ip_script(ns):
+    lines = []
+    for options, commands in _IP_BATCHES:
+        batch = "\\n".join(line for _, line in commands)
+        lines.append("echo '%sip %s'; printf '%s\\n' | ip %s -n '%s' -batch -" % (
+            _MARK, options, batch, options, ns.name))
+    return "; ".join(lines)
+
+
+def _iptables_script(ns):
+    saves = []
+    for key, command, tables in _IPTABLES_COMMANDS:
+        save = "echo '%s%s'; %s" % (_MARK, key, command)
+        saves.append("if read x < %s; then %s; fi" % (tables, save) if tables else save)
+    return "ip netns exec '%s' sh -c \"%s\"" % (ns.name, "; ".join(saves))
 
 
 def _start(ns, with_iptables):
-    """Starts reading a namespace in one shell: `ip -j -n <ns>` for each ip command, then (when
-    asked) the iptables saves in one `ip netns exec <ns> sh`."""
-    script = _script([(key, "ip -j -n '%s' %s" % (ns.name, cmd)) for key, cmd in _IP_COMMANDS])
-    if with_iptables:
-        script += "; ip netns exec '%s' sh -c \"%s\"" % (ns.name, _script(_IPTABLES_COMMANDS))
+    """Starts reading a namespace in one shell: two `ip -batch` runs, then (when asked) the
+    iptables saves in one `ip netns exec <ns> sh`."""
+    script = _ip_script(ns) + ("; " + _iptables_script(ns) if with_iptables else "")
     return subprocess.Popen(["sh", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def _sections(proc, ns):
-    """The output of _start, split by command; raises HarnessError when the reader failed."""
+    """The output of _start, split at the marks; raises HarnessError when the reader failed."""
     out, err = proc.communicate(timeout=120)
     if proc.returncode != 0:
         raise HarnessError("reading the state of %s failed: %s" % (ns.name, err.decode("utf-8", "replace")))
@@ -78,28 +92,37 @@ def _sections(proc, ns):
     return {k: "\n".join(v) for k, v in sections.items()}
 
 
-def _json(text):
+def _ip_documents(text, commands, ns):
+    """{key: [parsed JSON documents]} of one batch's output, one document per command."""
+    decoder, pos, docs = json.JSONDecoder(), 0, []
     text = text.strip()
-    return json.loads(text) if text else []
+    while pos < len(text):
+        doc, pos = decoder.raw_decode(text, pos)
+        docs.append(doc)
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+    if len(docs) != len(commands):
+        raise HarnessError("ip -batch in %s printed %d documents for %d commands" % (ns.name, len(docs), len(commands)))
+    return [(key, doc) for (key, _), doc in zip(commands, docs)]
 
 
-def _links(text):
+def _links(doc):
     return sorted(("%s %s" % (link["ifname"], (link.get("linkinfo") or {}).get("info_kind", ""))).strip()
-                  for link in _json(text))
+                  for link in doc)
 
 
-def _addresses(text):
+def _addresses(doc):
     out = []
-    for link in _json(text):
+    for link in doc:
         for info in link.get("addr_info", []):
             if not info.get("local", "").startswith("fe80:"):
                 out.append("%s %s/%s" % (link["ifname"], info["local"], info["prefixlen"]))
     return sorted(out)
 
 
-def _routes(text):
+def _routes(doc):
     out = []
-    for route in _json(text):
+    for route in doc:
         dst = route.get("dst", "")
         if dst.startswith(("fe80:", "ff00:")):
             continue
@@ -107,8 +130,8 @@ def _routes(text):
     return sorted(out)
 
 
-def _rules(text):
-    return sorted(json.dumps(rule, sort_keys=True) for rule in _json(text))
+def _rules(doc):
+    return sorted(json.dumps(rule, sort_keys=True) for rule in doc)
 
 
 def _iptables(text):
@@ -132,14 +155,25 @@ _PARSERS = {"links": _links, "addresses": _addresses, "routes4": _routes, "route
             "rules4": _rules, "rules6": _rules}
 
 
+def _state(sections, ns, with_iptables):
+    """The state of one namespace from its sections (addresses of both families merged)."""
+    state = {}
+    for options, commands in _IP_BATCHES:
+        for key, doc in _ip_documents(sections.get("ip " + options, ""), commands, ns):
+            state[key] = sorted(state.get(key, []) + _PARSERS[key](doc))
+    if with_iptables:
+        for key, _, _ in _IPTABLES_COMMANDS:
+            state[key] = _iptables(sections.get(key, ""))
+    return state
+
+
 def netns_states(namespaces, node):
     """{ns: state} for namespaces read in parallel (iptables too, but in the node), a state being
     key -> sorted list of strings ({} for a namespace that is gone)."""
     procs = {ns: _start(ns, ns is not node) for ns in namespaces if ns.exists()}
     states = {ns: {} for ns in namespaces}
     for ns, proc in procs.items():
-        sections = _sections(proc, ns)
-        states[ns] = {key: _PARSERS.get(key, _iptables)(text) for key, text in sections.items()}
+        states[ns] = _state(_sections(proc, ns), ns, ns is not node)
     return states
 
 
@@ -217,11 +251,10 @@ def restore(places, baseline, *extra_namespaces):
     return differences(baseline, snapshot(places, *extra_namespaces))
 
 
-# Flushes every ip rule and iptables chain of a namespace and restores the default rules.
+# Deletes every ip rule but the kernel's defaults, and flushes every iptables chain, of a namespace.
 _RESET_POD_SCRIPT = (
-    "ip -4 rule flush; ip -4 rule add priority 32766 table main; "
-    "ip -4 rule add priority 32767 table default; ip -6 rule flush; "
-    "ip -6 rule add priority 32766 table main; "
+    "for f in 4 6; do ip -$f rule show | cut -d: -f1 | while read p; do case $p in "
+    "0|32766|32767) ;; *) ip -$f rule del priority $p;; esac; done; done; "
     "for b in iptables-legacy ip6tables-legacy iptables-nft ip6tables-nft; do "
     "for t in filter nat mangle raw; do $b -t $t -F; $b -t $t -X; done; done 2>/dev/null; true")
 
