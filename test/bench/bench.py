@@ -23,6 +23,9 @@ iteration (the two alternate, so load changes on a shared machine hit both alike
   error      an ADD failing on a missing delegate: the error path and its first C++ exception
   logrotate  an ADD whose log crosses logOptions.maxSize (1 MiB to rotate and gzip) vs one that
              does not: the compression must not lengthen the call
+  soak       (long mode only, not in the default set: --only soak) thousands of ADD/DEL cycles
+             with manifold killed at random steps or failing random calls under strace, bounded
+             by --soak-cycles and --soak-seconds; nothing may be left behind (crash/soak.py)
 
 Each command runs under benchexec (benchexec.c, built on the fly unless BENCHEXEC is set), which
 reports its wall time and, in separate traced runs, the peak RSS (VmHWM) and on-CPU time of
@@ -52,6 +55,8 @@ sys.path.insert(0, os.path.join(REPO, "test", "integration"))
 sys.path.insert(0, os.path.join(REPO, "test", "integration", "apiserver"))
 sys.dont_write_bytecode = True
 
+from crash.soak import run_soak  # noqa: E402
+from harness import ci  # noqa: E402
 from harness.netns import Netns, add_veth, remove_stale_namespaces, run  # noqa: E402
 
 PLUGIN_DIR = "/usr/lib/cni"
@@ -941,7 +946,13 @@ def parse_args(argv):
     p.add_argument("--realtime", action="store_true",
                    help="run the bench and everything it starts under SCHED_FIFO, so that other "
                         "load on a shared machine does not queue the measured processes")
-    p.add_argument("--only", help="comma-separated scenarios: version,bridge,k8s,scoped,cache,error,logrotate")
+    p.add_argument("--only", help="comma-separated scenarios: version,bridge,k8s,scoped,cache,error,"
+                                  "logrotate (the default), and soak (long mode only)")
+    p.add_argument("--soak-cycles", type=int, default=2000,
+                   help="soak: at most this many ADD/DEL cycles (default %(default)s)")
+    p.add_argument("--soak-seconds", type=float, default=1800,
+                   help="soak: and at most this long (default %(default)s)")
+    p.add_argument("--soak-seed", type=int, default=1, help="soak: random seed (default %(default)s)")
     args = p.parse_args(argv)
     args.runs = args.runs or (3 if args.quick else 30)
     args.warmup = args.warmup if args.warmup is not None else (1 if args.quick else 3)
@@ -963,15 +974,37 @@ def parse_args(argv):
     if not args.static:
         args.static = args.manifold if is_static(args.manifold) else static_default
     args.only = set((args.only or "version,bridge,k8s,scoped,cache,error,logrotate").split(","))
+    if "soak" in args.only and args.quick:
+        p.error("the soak belongs to the long mode: not with --quick")
     return args
+
+
+def scenario_soak(args):
+    """The crash suite's bounded soak (test/integration/crash/soak.py) with manifold under strace:
+    ADD/DEL cycles with random kills and injected errors; returns its figures."""
+    def progress(figures, findings, seconds):
+        print("soak: %d cycles, %d kills, errors %s, %d findings, %.0f s" % (
+            figures["cycles"], figures["kills"], json.dumps(figures["errors"]), findings, seconds))
+
+    print("soak: at most %d cycles and %.0f s, seed %d" % (args.soak_cycles, args.soak_seconds, args.soak_seed))
+    figures = run_soak(args.manifold, args.driver, args.soak_cycles, args.soak_seconds, args.soak_seed, progress)
+    progress(figures, len(figures["findings"]), figures["seconds"])
+    print("soak: cniDir %d bytes before, %d after; %s" % (
+        figures["cni_dir_bytes_before"], figures["cni_dir_bytes_after"],
+        "PASS: nothing left behind" if not figures["findings"] else "FAIL:\n  " + "\n  ".join(figures["findings"])))
+    return figures
 
 
 def main(argv):
     args = parse_args(argv)
     if os.geteuid() != 0:
-        print("the benchmark needs root (network namespaces)", file=sys.stderr)
-        return 2
+        ci.cannot_run("the benchmark needs root (network namespaces)")
     remove_stale_namespaces()
+    soak = scenario_soak(args) if "soak" in args.only else None
+    if args.only == {"soak"}:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"manifold": args.manifold, "soak": soak}, f, indent=1)
+        return finish_soak(soak)
     if args.realtime:
         # Inherited by every process the bench starts; the kernel's RT throttling still leaves 5%
         # of each CPU to everything else.
@@ -1023,10 +1056,17 @@ def main(argv):
               "runs": args.runs, "warmup": args.warmup, "traced_runs": args.traced_runs, "quick": args.quick,
               "realtime": args.realtime, "loadavg": os.getloadavg(),
               "elapsed_s": time.time() - started, "rows": rows, "budgets": lines, "scaling": scale,
-              "notes": notes}
+              "notes": notes, "soak": soak}
     with open(args.json, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=1)
     print("\nresults written to %s (%.0f s)" % (args.json, time.time() - started))
+    return finish_soak(soak)
+
+
+def finish_soak(soak):
+    """The exit status: the soak (when run) must have found nothing."""
+    if soak and soak["findings"]:
+        raise BenchError("the soak found %d problems (listed above)" % len(soak["findings"]))
     return 0
 
 

@@ -24,6 +24,7 @@ sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
 
 import bench  # noqa: E402
+from harness import ci  # noqa: E402
 
 # OpenSSL's exported and internal function name families.
 OPENSSL_FUNCTION = re.compile(
@@ -108,18 +109,16 @@ class NoOpenSslTest(unittest.TestCase):
 
 def main():
     if os.geteuid() != 0:
-        print("SKIPPED: needs root (network namespaces)")
-        return 0
+        ci.cannot_run("needs root (network namespaces)")
     if not shutil.which("valgrind"):
         print("error: valgrind is not installed (apt-get install valgrind)")
-        return 2
+        sys.exit(2)
     if not os.environ.get("MANIFOLD_BIN"):
         print("error: MANIFOLD_BIN is not set (run through ctest)")
-        return 2
+        sys.exit(2)
     bench.remove_stale_namespaces()
-    prog = unittest.main(module="__main__", verbosity=2, exit=False)
-    return 0 if prog.result.wasSuccessful() else 1
+    ci.run_unittest()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -24,7 +24,7 @@ import select
 import subprocess
 import sys
 
-from harness import MACVLAN_MASTER, ManifoldTestCase, ips_on
+from harness import MACVLAN_MASTER, ManifoldTestCase, ci, ips_on
 from harness.netns import run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -104,6 +104,8 @@ class ScopingTestCase(ManifoldTestCase):
     def setUp(self):
         super().setUp()
         self.v6 = kernel_has_ipv6()
+        if not self.v6:
+            ci.require_under_ci(self, "the kernel has no IPv6 (the IPv6 rows do not run)", "ipv6")
         for ns in (self.node, self.pod):
             self.quiet_sysctls(ns)
         self.gw = self.new_netns()

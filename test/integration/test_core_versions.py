@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True
 
 from harness import (TUNED_MAC, ManifoldTestCase, configs, find_interface, ips_on,  # noqa: E402
-                     kernel_supports, main, route_dsts)
+                     main, route_dsts)
 
 VERSIONS = ["0.3.1", "0.4.0", "1.0.0", "1.1.0"]
 CONTAINER = "ctr-versions"
@@ -133,8 +133,7 @@ def _generate():
             self.round_trip(v, mixed_versions(v), return_all=True)
 
         def ipvlan_test(self, v=version, d=same):
-            if not kernel_supports("ipvlan"):
-                self.skipTest("this kernel has no ipvlan driver")
+            self.require_link_kind("ipvlan")
             self.round_trip(v, d, return_all=True, secondary="ipvlan")
 
         setattr(CoreVersionsTest, "test_%s_same_delegate_versions" % tag, same_test)

@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True
 
 from harness import (BRIDGE, ManifoldTestCase, TUNED_MAC, configs, find_interface,  # noqa: E402
-                     ips_on, kernel_supports, main, route_dsts)
+                     ips_on, main, route_dsts)
 
 
 class DriverSmokeTest(ManifoldTestCase):
@@ -97,8 +97,7 @@ class DriverSmokeTest(ManifoldTestCase):
         self.assertNothingLeft()
 
     def test_ipvlan_static(self):
-        if not kernel_supports("ipvlan"):
-            self.skipTest("this kernel has no ipvlan driver")
+        self.require_link_kind("ipvlan")
         self.tree.write_conf(self.ipvlan_conf("0.4.0"), "30-ipv.conf")
         add = self.driver("add", self.pod.path, netname="ipvnet", ifname="net3")
         self.assertOk(add)

@@ -20,7 +20,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True
 
-from harness import main  # noqa: E402
+from harness import ci, main  # noqa: E402
 from scoping_world import ScopingTestCase, cluster_conf, mesh, net1_conf  # noqa: E402
 
 CONTAINER = "ctr-scoping-faults"
@@ -88,7 +88,7 @@ class ScopingFaultTest(ScopingTestCase):
 
     def test_missing_ip6tables_restore(self):
         if not self.v6:
-            self.skipTest("the kernel has no IPv6")
+            ci.skip_or_fail(self, "the kernel has no IPv6", feature="ipv6")
         self.faulty_sbin(missing=("ip6tables-legacy-restore",))
         self.write_scoped("legacy")
         self.assert_failed_add_left_nothing(self.driver("add", self.pod.path, container_id=CONTAINER),
@@ -96,7 +96,7 @@ class ScopingFaultTest(ScopingTestCase):
 
     def test_ip6tables_restore_failing_after_ipv4_succeeded(self):
         if not self.v6:
-            self.skipTest("the kernel has no IPv6")
+            ci.skip_or_fail(self, "the kernel has no IPv6", feature="ipv6")
         self.faulty_sbin(failing=("ip6tables-nft-restore",))
         self.write_scoped("nft")
         add = self.driver("add", self.pod.path, container_id=CONTAINER)

@@ -19,6 +19,11 @@ import tempfile
 import time
 import unittest
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True
+
+from harness import ci  # noqa: E402
+
 MANIFOLD = os.environ.get("MANIFOLD_BIN", "")
 SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TOKEN = "eyJhbGciOiJSUzI1NiJ9.c2hpcC10ZXN0LXRva2VuLTQyNDI0Mg.c2lnbmF0dXJl"
@@ -56,7 +61,7 @@ class InstallTest(unittest.TestCase):
 
     def setUp(self):
         if not MANIFOLD:
-            self.skipTest("MANIFOLD_BIN is not set")
+            ci.skip_or_fail(self, "MANIFOLD_BIN is not set")
         self.root = tempfile.mkdtemp(prefix="manifold-install-")
         self.addCleanup(shutil.rmtree, self.root, True)
         self.bin_dir = os.path.join(self.root, "opt/cni/bin")
@@ -299,4 +304,4 @@ class InstallTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    ci.run_unittest()

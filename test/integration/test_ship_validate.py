@@ -7,8 +7,14 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True
+
+from harness import ci  # noqa: E402
 
 MANIFOLD = os.environ.get("MANIFOLD_BIN", "")
 SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -28,7 +34,7 @@ class ValidateTest(unittest.TestCase):
 
     def setUp(self):
         if not MANIFOLD:
-            self.skipTest("MANIFOLD_BIN is not set")
+            ci.skip_or_fail(self, "MANIFOLD_BIN is not set")
         self.dir = tempfile.mkdtemp(prefix="manifold-validate-")
         self.addCleanup(shutil.rmtree, self.dir, True)
 
@@ -165,4 +171,4 @@ spec:
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    ci.run_unittest()

@@ -41,6 +41,7 @@ sys.path.insert(0, _HERE)
 sys.path.insert(0, os.path.join(_HERE, "apiserver"))
 sys.dont_write_bytecode = True
 
+from harness import ci  # noqa: E402
 from harness.netns import Netns, remove_stale_namespaces, run  # noqa: E402
 
 SYSTEM_PLUGINS = "/usr/lib/cni"
@@ -415,7 +416,7 @@ class StaticRootfsTest(unittest.TestCase):
     def test_link_line_is_static_stripped_and_gc_sections(self):
         build_dir = os.path.dirname(self.binary)
         if not os.path.exists(os.path.join(build_dir, "build.ninja")):
-            self.skipTest("%s is not in a Ninja build directory" % self.binary)
+            ci.skip_or_fail(self, "%s is not in a Ninja build directory" % self.binary)
         proc = subprocess.run(["ninja", "-C", build_dir, "-t", "commands", "manifold"],
                               capture_output=True, text=True, check=True)
         link = proc.stdout.strip().splitlines()[-1].split()
@@ -528,10 +529,9 @@ class StaticRootfsTest(unittest.TestCase):
 
 def main():
     if os.geteuid() != 0:
-        print("SKIPPED: the static rootfs test needs root (chroot, mount and network namespaces)")
-        sys.exit(0)
+        ci.cannot_run("the static rootfs test needs root (chroot, mount and network namespaces)")
     remove_stale_namespaces()
-    unittest.main(module="__main__", verbosity=2)
+    ci.run_unittest()
 
 
 if __name__ == "__main__":

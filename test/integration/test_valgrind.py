@@ -18,12 +18,11 @@ import os
 import re
 import shutil
 import sys
-import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True
 
-from harness import main  # noqa: E402
+from harness import ci, main  # noqa: E402
 from k8s_case import NETWORKS, K8sTestCase  # noqa: E402
 
 VALGRIND = shutil.which("valgrind")
@@ -38,12 +37,13 @@ ERRORS = re.compile(r"ERROR SUMMARY: (\d+) errors")
 NO_LEAKS = "All heap blocks were freed -- no leaks are possible"
 
 
-@unittest.skipUnless(VALGRIND, "valgrind is not installed (test/install-deps.sh installs it)")
 class ValgrindTest(K8sTestCase):
     """ADD + DEL under valgrind, with and without Kubernetes."""
 
     def setUp(self):
         super().setUp()
+        if not VALGRIND:
+            ci.skip_or_fail(self, "valgrind is not installed (test/install-deps.sh installs it)")
         self.vg_logs = self.tree.path("valgrind")
         os.makedirs(self.vg_logs)
         link = os.path.join(self.tree.bin_dir, "manifold")

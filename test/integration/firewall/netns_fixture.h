@@ -8,6 +8,7 @@
 
 #include "firewall/iptables_types.h"
 #include "firewall/runner.h"
+#include "root_skip.h"
 
 namespace manifold::firewall::itest {
 
@@ -71,15 +72,11 @@ class CountingRunner final : public IptablesRunner {
 
 }  // namespace manifold::firewall::itest
 
-/// Ends the current test with a warning unless `ns` is ready and `family`/`backend` usable in it.
-#define FW_SKIP_UNLESS_USABLE(ns, family, backend)                                                      \
-  do {                                                                                                  \
-    if (!(ns).ready()) {                                                                                \
-      WARN("skipped: " << (ns).why());                                                                  \
-      return;                                                                                           \
-    }                                                                                                   \
-    if (!(ns).usable((family), (backend))) {                                                            \
-      WARN("skipped: " << ::manifold::firewall::save_binary_name((family), (backend)) << " unusable"); \
-      return;                                                                                           \
-    }                                                                                                   \
+/// Skips the current test (root_skip.h: fails it under CI=true) unless `ns` is ready and
+/// `family`/`backend` usable in it.
+#define FW_SKIP_UNLESS_USABLE(ns, family, backend)                                                     \
+  do {                                                                                                 \
+    if (!(ns).ready()) ITEST_SKIP((ns).why());                                                         \
+    if (!(ns).usable((family), (backend)))                                                             \
+      ITEST_SKIP(::manifold::firewall::save_binary_name((family), (backend)) << " unusable");         \
   } while (false)

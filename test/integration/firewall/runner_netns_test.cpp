@@ -111,17 +111,11 @@ TEST_CASE("auto detection: legacy when its tables hold rules, else nft", "[firew
 
 TEST_CASE("a namespace that does not exist is a clear error", "[firewall][netns]") {
   TestNetns ns;
-  if (!ns.ready()) {
-    WARN("skipped: " << ns.why());
-    return;
-  }
+  if (!ns.ready()) ITEST_SKIP(ns.why());
   RealIptablesRunner::Options options;
   options.netns_path = ns.path() + "-gone";
   RealIptablesRunner runner(options);
-  if (!runner.available(Family::V4, Backend::Nft)) {
-    WARN("skipped: no nft binaries");
-    return;
-  }
+  if (!runner.available(Family::V4, Backend::Nft)) ITEST_SKIP("no nft binaries");
   try {
     runner.save(Family::V4, Backend::Nft);
     FAIL("save succeeded");

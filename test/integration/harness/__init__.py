@@ -5,8 +5,9 @@ tree.py      per-test temporary directories and the state files tests inspect
 configs.py   builders for delegate and manifold configs
 runner.py    running the libcni driver and the manifold binary, parsing results and errors
 testcase.py  the unittest base class (per-test node + pod namespaces), assertions, main()
+ci.py        skips outside CI, failures under CI=true; exit statuses for CTest (77 = skipped)
 """
-from . import configs
+from . import ci, configs
 from .configs import ALL_VERSIONS, MANIFOLD_NET, TUNED_MAC
 from .netns import (HarnessError, Netns, add_dummy, add_veth, kernel_supports, process_gone,
                     unique_name)

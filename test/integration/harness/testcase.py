@@ -11,8 +11,8 @@ import os
 import sys
 import unittest
 
-from . import configs
-from .netns import Netns, add_veth, remove_stale_namespaces
+from . import ci, configs
+from .netns import Netns, add_veth, kernel_supports, remove_stale_namespaces
 from .runner import Driver, run_plugin
 from .tree import TempTree
 
@@ -120,6 +120,11 @@ class ManifoldTestCase(unittest.TestCase):
         """Links in the node namespace that neither setup nor the cluster bridge explain."""
         return sorted(set(self.node.link_names()) - self.node_baseline - {BRIDGE})
 
+    def require_link_kind(self, kind):
+        """Skips (or, under CI=true, fails: harness/ci.py) unless the kernel can create `kind` links."""
+        if not kernel_supports(kind):
+            ci.skip_or_fail(self, "this kernel has no %s driver" % kind, feature=kind)
+
     def assertNothingLeft(self, *pods):
         """No link (but lo) in the pods, no host-local reservation, no cache file, no stray veth."""
         for ns in pods or (self.pod,):
@@ -158,10 +163,10 @@ def route_dsts(result):
 
 
 def main():
-    """Entry point of every test file: skip unless root, check the binaries, run unittest."""
+    """Entry point of every test file: skip unless root (ci.py: a failure under CI=true), check the
+    binaries, run unittest; exits 0, 1, or ci.SKIP_EXIT when a test was skipped."""
     if os.geteuid() != 0:
-        print("SKIPPED: the integration tests need root (network namespaces)")
-        sys.exit(0)
+        ci.cannot_run("the integration tests need root (network namespaces)")
     missing = [v for v in ("MANIFOLD_BIN", "CNI_DRIVER") if not os.environ.get(v)]
     if missing:
         print("error: %s not set (run through ctest, which sets them)" % ", ".join(missing))
@@ -171,4 +176,4 @@ def main():
             print("error: %s=%s is not an executable" % (var, os.environ[var]))
             sys.exit(2)
     remove_stale_namespaces()
-    unittest.main(module="__main__", verbosity=2)
+    ci.run_unittest()

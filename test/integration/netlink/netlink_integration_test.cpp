@@ -24,6 +24,7 @@
 #include "netlink/netns.h"
 #include "netlink/nl_socket.h"
 #include "netlink/real_net_ops.h"
+#include "root_skip.h"
 
 using namespace manifold::netlink;
 using manifold::cni::CniError;
@@ -53,12 +54,9 @@ bool netns_available() {
   return available;
 }
 
-#define SKIP_WITHOUT_NETNS()                                    \
-  do {                                                          \
-    if (!netns_available()) {                                   \
-      WARN("skipped: needs root and a working `ip netns add`"); \
-      return;                                                   \
-    }                                                           \
+#define SKIP_WITHOUT_NETNS()                                                     \
+  do {                                                                           \
+    if (!netns_available()) ITEST_SKIP("needs root and a working `ip netns add`"); \
   } while (false)
 
 // A fresh namespace with a veth pair; deleted (with everything in it) on destruction.

@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Crash consistency without Kubernetes (scenario a): the cluster network (bridge + host-local,
+eth0) and a macvlan network with a static address (net1). manifold is killed at every side-effect
+step of ADD, CHECK, DEL and GC, and fails at cache and netlink calls (crash/campaign.py); after the
+runtime's recovery the pod and node namespaces, cniDir, host-local's reservations and libcni's
+cache must be as before, and a fresh ADD and DEL of the same container must work. GC collects the
+crashed container while a second one (ctr-keep) stays valid.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True
+
+from crash.campaign import CrashMixin  # noqa: E402
+from crash.residue import Places  # noqa: E402
+from harness import ManifoldTestCase, main  # noqa: E402
+
+
+class CrashPlainTest(CrashMixin, ManifoldTestCase):
+    """One campaign per verb on [bridge + host-local, macvlan]."""
+
+    scenario = "plain"
+
+    def setUp(self):
+        super().setUp()
+        self.write_manifold("1.1.0", [self.cluster_conf(), self.macvlan_conf()])
+
+    def invoke(self, verb, container, ns, valid):
+        """The libcni driver's call (GC through pkg/invoke with the valid attachments)."""
+        if verb == "GC":
+            return self.driver("gc", "", valid_attachments=valid)
+        return self.driver(verb.lower(), ns.path, container_id=container)
+
+    def places(self):
+        """The test's namespaces and directories."""
+        return Places(self.pod, self.node, self.tree.cni_dir, self.tree.ipam_dir, self.tree.libcni_cache)
+
+    def test_add(self):
+        self.campaign("ADD")
+
+    def test_check(self):
+        self.campaign("CHECK")
+
+    def test_del(self):
+        self.campaign("DEL")
+
+    def test_gc(self):
+        self.campaign("GC")
+
+
+if __name__ == "__main__":
+    main()
