@@ -155,7 +155,8 @@ void keep_failed(store::Cache& cache, store::ContainerRecord record, std::vector
 std::vector<store::AttachmentRecord> delete_attachments(exec::DelegateRunner& runner, const cni::Invocation& inv,
                                                         const store::ContainerRecord& record, const std::string& netns,
                                                         std::optional<CniError>& first_error,
-                                                        scoping::ScopingEnv* scoping) {
+                                                        scoping::ScopingEnv* scoping,
+                                                        std::vector<store::AttachmentRecord>* scoping_left) {
   std::vector<store::AttachmentRecord> failed;
   auto note = [&](const store::AttachmentRecord& a, const std::string& what, const CniError& e) {
     std::string msg = what + " \"" + a.name + "\" (" + a.ifname + ") failed: " + e.msg();
@@ -169,6 +170,7 @@ std::vector<store::AttachmentRecord> delete_attachments(exec::DelegateRunner& ru
       if (scoping && !a.scoping.is_null()) remove_attachment_scoping(*scoping, inv, a);
     } catch (const CniError& e) {
       note(a, "removing the network scoping of", e);
+      if (scoping_left) scoping_left->insert(scoping_left->begin(), a);
       ok = false;
     }
     try {
@@ -197,18 +199,20 @@ void detach_entry(const Services& services, Session& session, const cni::Invocat
   const bool rebuilt = !record;
   if (rebuilt) record = rebuilt_entry(services, session, inv);
   std::optional<CniError> error;
+  std::vector<store::AttachmentRecord> scoping_left;
   // A rebuilt record's scoping is looked for in the runtime's namespace: found by our chain names
   // and by rules at our priority from the prevResult IPs, it can only be ours.
   auto scoping = open_scoping_for_del(services, del_netns(rebuilt ? inv.netns : record->netns), *record);
   auto failed = delete_attachments(*session.runner, inv, *record, del_netns(record->netns), error,
-                                   scoping ? &scoping->env : nullptr);
+                                   scoping ? &scoping->env : nullptr, &scoping_left);
   if (rebuilt) {
     // Best effort: nothing proves these delegates were ever added, so their errors are only logged.
     if (error) util::log_error("best-effort DEL without a cache entry: ", error->msg());
     forget_entry(*session.cache, session.key);
     return;
   }
-  if (failed.empty() || !session.config.retry_delete_on_error) {
+  if (!session.config.retry_delete_on_error) failed = std::move(scoping_left);
+  if (failed.empty()) {
     forget_entry(*session.cache, session.key);
   } else {
     keep_failed(*session.cache, *record, std::move(failed));

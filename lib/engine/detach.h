@@ -29,13 +29,15 @@ std::string del_netns(const std::string& netns);
 
 /// DELs every attachment of `record` in reverse with CNI_NETNS `netns` ("" = none: the delegates
 /// only release what they hold, e.g. IPAM), removing its network scoping first when `scoping` is
-/// given. Returns the attachments whose DEL failed; the first error goes to `first_error`. `inv`
-/// supplies the container, CNI_PATH and the runtime's CNI_ARGS (for attachments without cached
-/// ones).
+/// given. Returns the attachments whose DEL failed; the first error goes to `first_error`, and
+/// those whose own network scoping could not be removed also to `*scoping_left` when given (their
+/// rules are ours: they must stay recorded whatever `retryDeleteOnError` says). `inv` supplies the
+/// container, CNI_PATH and the runtime's CNI_ARGS (for attachments without cached ones).
 std::vector<store::AttachmentRecord> delete_attachments(exec::DelegateRunner& runner, const cni::Invocation& inv,
                                                         const store::ContainerRecord& record, const std::string& netns,
                                                         std::optional<cni::CniError>& first_error,
-                                                        scoping::ScopingEnv* scoping = nullptr);
+                                                        scoping::ScopingEnv* scoping = nullptr,
+                                                        std::vector<store::AttachmentRecord>* scoping_left = nullptr);
 
 /// Removes a cache entry whose attachments were all deleted; a failure is logged, not thrown.
 void forget_entry(store::Cache& cache, const store::EntryKey& key);
@@ -60,9 +62,11 @@ struct ScopingSession {
 /// The iptables runners of the pod namespace `netns`, for network scoping (created on first use).
 scoping::IptablesRunnerPool iptables_pool(const Services& services, const std::string& netns);
 
-/// The DEL of the call's entry (the CNI DEL): every attachment detached, the entry forgotten — or,
-/// with `retryDeleteOnError`, kept with the attachments whose DEL failed. Throws the first error of
-/// a cached attachment after every one was attempted; a rebuilt DEL only logs its errors.
+/// The DEL of the call's entry (the CNI DEL): every attachment detached, the entry forgotten — or
+/// kept with the attachments whose network scoping could not be removed, and with
+/// `retryDeleteOnError` also those whose delegate's DEL failed, so the runtime's next DEL retries
+/// them. Throws the first error of a cached attachment after every one was attempted; a rebuilt
+/// DEL only logs its errors.
 void detach_entry(const Services& services, Session& session, const cni::Invocation& inv);
 
 }  // namespace manifold::engine

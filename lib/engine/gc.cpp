@@ -82,7 +82,7 @@ void collect_stale_entries(Session& session, const cni::Invocation& inv,
     try {
       record = session.cache->load(key);
     } catch (const CniError& e) {
-      gc_unreadable_entry(s, inv, valid, key, e);
+      gc_unreadable_entry(session, inv, valid, key, e);
       continue;
     }
     if (!record || still_valid(valid, record->key().legacy() ? store::EntryKey{key.container_id, "", record->ifname}
@@ -142,6 +142,7 @@ std::set<std::pair<std::string, std::string>> parse_valid_attachments(const Json
 
 void collect_garbage(const Services& services, Session& session, const cni::Invocation& inv) {
   auto valid = parse_valid_attachments(inv.config);
+  if (int swept = session.cache->sweep_orphan_locks()) util::log_verbose("GC: removed ", swept, " orphaned lock file(s)");
   std::optional<CniError> error;
   collect_stale_entries(session, inv, valid, error);
   // Delegates that speak 1.1.0 get their own GC with the attachments that remain theirs. The cache

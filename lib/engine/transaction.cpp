@@ -8,6 +8,7 @@
 #include "engine/detach.h"
 #include "engine/plan.h"
 #include "util/log.h"
+#include "util/log_file.h"
 
 namespace manifold::engine {
 

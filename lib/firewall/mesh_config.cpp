@@ -3,7 +3,10 @@
 // forced backend. Reading the configuration from JSON is the scoping module's (scoping/mesh_config).
 #include "firewall/mesh_config.h"
 
+#include <algorithm>
+
 #include "cni/error.h"
+#include "util/quote.h"
 
 namespace manifold::firewall {
 
@@ -32,7 +35,7 @@ bool valid_ifname(std::string_view ifname) {
 
 void validate_ifname(std::string_view ifname) {
   if (!valid_ifname(ifname))
-    cni::throw_invalid_config("invalid interface name \"" + echo(ifname) +
+    cni::throw_invalid_config("invalid interface name \"" + util::printable(ifname) +
                               "\" for mesh rules: must be 1-15 characters of [A-Za-z0-9_.-]");
 }
 

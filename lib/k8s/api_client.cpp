@@ -6,6 +6,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "util/error.h"
 #include "util/log.h"
 
 namespace manifold::k8s {

@@ -82,17 +82,12 @@ std::vector<LinkInfo> list_links(NlSocket& sock) {
 
 std::optional<LinkInfo> find_link(NlSocket& sock, std::string_view name) {
   validate_ifname(name);
-  const std::string wanted(name);
-  rtnl_link* raw = nullptr;
-  const int err =
-      sock.request([&](nl_sock* s) { return rtnl_link_get_kernel(s, 0, wanted.c_str(), &raw); });
-  LinkHandle link(raw);
-  if (err < 0) {
-    if (is_not_found_error(err)) return std::nullopt;
-    sock.fail("get link", wanted, err);
-  }
-  if (!link) return std::nullopt;
-  return to_link_info(link.get());
+  // A dump, not RTM_GETLINK of one name: libnl's rtnl_link_get_kernel ignores an error while it
+  // waits for the request's ACK, and an ACK left unread on the socket ends the next dump early (an
+  // empty address or rule list that is not empty). A dump ends with NLMSG_DONE and leaves nothing.
+  for (LinkInfo& link : list_links(sock))
+    if (link.name == name) return std::move(link);
+  return std::nullopt;
 }
 
 }  // namespace manifold::netlink

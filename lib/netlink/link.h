@@ -42,7 +42,7 @@ std::string format_mac(const unsigned char* bytes, std::size_t size);
 /// Lists every link of the socket's namespace, ordered by ifindex. Throws CniError(Netlink).
 std::vector<LinkInfo> list_links(NlSocket& sock);
 
-/// Looks a link up by name with a single request; nullopt when no such link exists.
+/// Looks a link up by name in a dump of the links; nullopt when no such link exists.
 /// Throws CniError(InvalidConfig) for an invalid name, CniError(Netlink) on other failures.
 std::optional<LinkInfo> find_link(NlSocket& sock, std::string_view name);
 

@@ -15,6 +15,7 @@
 #include "firewall/iptables_types.h"
 #include "netlink/ip_prefix.h"
 #include "netlink/link.h"
+#include "scoping/mesh_config.h"
 #include "util/log.h"
 
 namespace manifold::scoping {

@@ -223,6 +223,38 @@ std::vector<EntryKey> FileCache::list(const std::string& container_id) {
   return keys;
 }
 
+int FileCache::sweep_orphan_locks() {
+  DIR* raw = ::opendir(dir_.c_str());
+  if (raw == nullptr) {
+    if (errno == ENOENT) return 0;
+    throw_io("cannot list", dir_, errno);
+  }
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(raw, ::closedir);
+  constexpr std::string_view kLockExt = ".lock";
+  std::vector<std::string> ids;
+  while (dirent* entry = ::readdir(dir.get())) {
+    std::string_view name = entry->d_name;
+    if (name.size() <= kLockExt.size() || name.substr(name.size() - kLockExt.size()) != kLockExt) continue;
+    std::string_view id = name.substr(0, name.size() - kLockExt.size());
+    if (is_valid_container_id(id)) ids.emplace_back(id);
+  }
+  int removed = 0;
+  for (const std::string& id : ids) {
+    if (held_by_this_thread(id) || !list(id).empty()) continue;
+    try {
+      // A zero wait: a lock somebody holds belongs to a running call, which removes it itself.
+      std::unique_ptr<FileLock> held = FileLock::acquire(lock_path(id), std::chrono::milliseconds(0), sleeper_);
+      if (container_is_empty(id)) {
+        held->unlink_file();
+        ++removed;
+      }
+    } catch (const cni::CniError&) {
+      // Busy or unremovable: the next sweep tries again.
+    }
+  }
+  return removed;
+}
+
 std::unique_ptr<LockGuard> FileCache::lock(const std::string& container_id) {
   validate_container_id(container_id);
   if (held_by_this_thread(container_id)) {

@@ -52,6 +52,10 @@ class Cache {
   virtual std::vector<EntryKey> list() = 0;
   /// The keys of one container's entries, sorted.
   virtual std::vector<EntryKey> list(const std::string& container_id) = 0;
+  /// Removes the lock files of containers that have no entry — left by a call killed between removing
+  /// a container's last entry and its lock file, or by a removal that failed. A lock held by a
+  /// running call is left alone. Returns how many went.
+  virtual int sweep_orphan_locks() = 0;
   /// Exclusive lock serialising all calls for one container; released by the guard's destructor,
   /// which (FileCache) also removes the lock file when the container has no entry left. Throws
   /// CniError(TryAgainLater) when the wait exceeds the cache's lock timeout and CniError(Internal)
@@ -74,6 +78,7 @@ class FileCache final : public Cache {
   void remove(const EntryKey& key) override;
   std::vector<EntryKey> list() override;
   std::vector<EntryKey> list(const std::string& container_id) override;
+  int sweep_orphan_locks() override;
   std::unique_ptr<LockGuard> lock(const std::string& container_id) override;
 
   /// The cache directory.

@@ -29,6 +29,7 @@ class MemoryCache final : public Cache {
   void remove(const EntryKey& key) override;
   std::vector<EntryKey> list() override;
   std::vector<EntryKey> list(const std::string& container_id) override;
+  int sweep_orphan_locks() override { return 0; }
   std::unique_ptr<LockGuard> lock(const std::string& container_id) override;
 
   /// Makes load(key) throw CniError(Decoding) like a corrupt file, until save or remove.

@@ -94,6 +94,12 @@ int run_gc(const GcOptions& options) {
     std::cerr << "manifold gc: " << e.msg() << "\n";
     return 1;
   }
+  try {
+    if (!options.dry_run)
+      if (int swept = cache.sweep_orphan_locks()) std::cout << "removed " << swept << " orphaned lock file(s)\n";
+  } catch (const cni::CniError& e) {
+    std::cout << "kept the lock files: " << e.msg() << "\n";
+  }
   int collected = 0, kept = 0, failed = 0;
   for (const auto& key : keys) {
     try {

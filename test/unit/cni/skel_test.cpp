@@ -4,6 +4,7 @@
 
 #include "cni/error.h"
 #include "cni/skel.h"
+#include "util/error.h"
 #include "util/json.h"
 
 using namespace manifold;
@@ -119,6 +120,10 @@ TEST_CASE("handler errors keep their code, message and details", "[cni]") {
   e = error_of(dispatch(env_for("ADD"), kConf, h));
   CHECK(e["code"] == 100);
   CHECK(e["msg"] == "internal error: boom");
+  h.answer = []() -> std::string { throw util::IoError("cannot read /x: No such file or directory"); };
+  e = error_of(dispatch(env_for("ADD"), kConf, h));
+  CHECK(e["code"] == 5);
+  CHECK(e["msg"] == "cannot read /x: No such file or directory");
 }
 
 TEST_CASE("VERSION lists every supported version", "[cni]") {

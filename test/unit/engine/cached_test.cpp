@@ -44,14 +44,14 @@ TEST_CASE("cached cniArgs: absent or null falls back, a string is used, anything
           "[plugin]") {
   AttachmentRecord a = attachment("storage", "net1", "10.0.0.2/24", false);
   CHECK(cached_cni_args(a, "K=V") == "K=V");
-  a.extra["cniArgs"] = nullptr;
+  a.cni_args = nullptr;
   CHECK(cached_cni_args(a, "K=V") == "K=V");
-  a.extra["cniArgs"] = "IgnoreUnknown=true;IP=10.0.0.2";
+  a.cni_args = "IgnoreUnknown=true;IP=10.0.0.2";
   CHECK(cached_cni_args(a, "K=V") == "IgnoreUnknown=true;IP=10.0.0.2");
-  a.extra["cniArgs"] = "";
+  a.cni_args = "";
   CHECK(cached_cni_args(a, "K=V").empty());
   for (const Json& bad : {Json(42), Json::array({"K=V"}), Json::object({{"K", "V"}}), Json(true)}) {
-    a.extra["cniArgs"] = bad;
+    a.cni_args = bad;
     CHECK(code_of([&] { cached_cni_args(a, "K=V"); }) == 6);
     std::string msg = message_of([&] { cached_cni_args(a, "K=V"); });
     CHECK_THAT(msg, Catch::Contains("\"storage\" (net1)") && Catch::Contains("cniArgs"));

@@ -21,6 +21,7 @@ using manifold::cni::CniError;
 namespace k8s = manifold::k8s;
 namespace cni = manifold::cni;
 namespace plugin = manifold::plugin;
+namespace engine = manifold::engine;
 
 namespace {
 

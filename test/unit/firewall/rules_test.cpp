@@ -4,6 +4,7 @@
 
 #include "cni/error.h"
 #include "firewall/rules.h"
+#include "scoping/mesh_config.h"
 
 using namespace manifold;
 using namespace manifold::firewall;
@@ -13,7 +14,7 @@ namespace {
 MeshConfig enabled(const char* extra = "{}") {
   Json j = Json::parse(extra);
   j["enabled"] = true;
-  return parse_mesh_config(j);
+  return scoping::parse_mesh_config(j);
 }
 
 // A config with every optional rule: UID and GID, ports and ranges (outbound needs two multiport

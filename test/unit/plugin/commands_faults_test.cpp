@@ -73,6 +73,7 @@ class BrokenDiskCache final : public manifold::store::Cache {
   }
   std::vector<manifold::store::EntryKey> list() override { return inner_.list(); }
   std::vector<manifold::store::EntryKey> list(const std::string& id) override { return inner_.list(id); }
+  int sweep_orphan_locks() override { return inner_.sweep_orphan_locks(); }
   std::unique_ptr<manifold::store::LockGuard> lock(const std::string& id) override { return inner_.lock(id); }
 
  private:
@@ -108,7 +109,7 @@ TEST_CASE("DEL of a record whose cached cniArgs is not a string deletes every ne
   World w;
   Json config = two_delegates(w);
   REQUIRE(w.run("ADD", config, with_args("K8S_POD_NAME=web")).exit_code == 0);
-  edit_record(w, "ctr1", [](auto& r) { r.attachments[1].extra["cniArgs"] = 42; });
+  edit_record(w, "ctr1", [](auto& r) { r.attachments[1].cni_args = 42; });
   size_t before = w.call_count();
   auto out = w.run("DEL", config, with_args("K8S_POD_NAME=web"));
   INFO(out.stdout_text);
@@ -129,7 +130,7 @@ TEST_CASE("CHECK of a corrupt cached attachment is a clear decoding error", "[pl
   Json config = two_delegates(w);
   REQUIRE(w.run("ADD", config).exit_code == 0);
   SECTION("cniArgs that is not a string") {
-    edit_record(w, "ctr1", [](auto& r) { r.attachments[1].extra["cniArgs"] = Json::array({"IP=1.2.3.4"}); });
+    edit_record(w, "ctr1", [](auto& r) { r.attachments[1].cni_args = Json::array({"IP=1.2.3.4"}); });
     Json e = error_of(w.run("CHECK", config));
     CHECK(e["code"] == 6);
     CHECK_THAT(e["msg"].get<std::string>(), Catch::Contains("\"storage\" (net1)") && Catch::Contains("cniArgs"));

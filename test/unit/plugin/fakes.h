@@ -37,6 +37,7 @@
 #include "netlink/fake_net_ops.h"
 #include "plugin/cni/verbs.h"
 #include "store/cache.h"
+#include "store/memory_cache.h"
 #include "temp_dir.h"
 #include "util/file_reader.h"
 #include "util/json.h"
@@ -54,6 +55,7 @@ class ForwardingCache final : public store::Cache {
   void remove(const store::EntryKey& key) override { inner_.remove(key); }
   std::vector<store::EntryKey> list() override { return inner_.list(); }
   std::vector<store::EntryKey> list(const std::string& id) override { return inner_.list(id); }
+  int sweep_orphan_locks() override { return inner_.sweep_orphan_locks(); }
   std::unique_ptr<store::LockGuard> lock(const std::string& id) override { return inner_.lock(id); }
 
  private:

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "cni/error.h"
-#include "firewall/mesh_config.h"
+#include "scoping/mesh_config.h"
 
 using namespace manifold;
 using namespace manifold::firewall;

@@ -6,6 +6,7 @@
 #include "cni/error.h"
 #include "firewall/fake_runner.h"
 #include "scoping/mesh.h"
+#include "scoping/mesh_config.h"
 #include "firewall/rules.h"
 
 using namespace manifold;

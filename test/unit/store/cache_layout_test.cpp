@@ -159,3 +159,19 @@ TEST_CASE("cache layout: a first-layout entry is read for its ifname, retired an
     CHECK(files_below(dir.path()).empty());
   }
 }
+
+TEST_CASE("cache layout: the sweep removes lock files of containers without an entry, not busy ones", "[store]") {
+  TempDir dir;
+  FileCache cache(dir.path());
+  cache.save(entry("live", "a", "eth0"));
+  { auto lock = cache.lock("live"); }  // its lock file stays: the container has an entry
+  std::ofstream(dir.path() / "orphan.lock").close();  // a call killed between its two unlinks
+  std::ofstream(dir.path() / "busy.lock").close();
+  FileCache other(dir.path());
+  auto held = other.lock("busy");  // a running call for a container that has no entry yet
+  CHECK(cache.sweep_orphan_locks() == 1);
+  CHECK(files_below(dir.path()) == std::vector<std::string>{"busy.lock", "live.lock", "live/a@eth0.json"});
+  held.reset();
+  CHECK(cache.sweep_orphan_locks() == 0);  // `busy` removed its own lock file when it let go
+  CHECK(files_below(dir.path()) == std::vector<std::string>{"live.lock", "live/a@eth0.json"});
+}

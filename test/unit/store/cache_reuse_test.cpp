@@ -50,7 +50,7 @@ AttachmentRecord attachment(int i) {
   a.ifname = i == 0 ? "eth0" : "net" + std::to_string(i);
   a.config = R"({"cniVersion":"1.0.0","name":"net-)" + std::to_string(i) + R"(","type":"macvlan","note":"quote \" and \\ and é"})";
   a.cluster_network = i == 0;
-  a.extra = Json{{"cniArgs", "IgnoreUnknown=1;K8S_POD_NAME=web"}};
+  a.cni_args = "IgnoreUnknown=1;K8S_POD_NAME=web";
   return a;
 }
 
@@ -87,7 +87,7 @@ TEST_CASE("file cache: every save of a growing, changing record is a fresh seria
     save_and_check(cache, r);
   }
   // An earlier attachment changes (scoping state recorded after the fact), in every field.
-  r.attachments[1].extra["scoping"] = Json{{"ifname", "net1"}, {"tables", Json::array({1000})}};
+  r.attachments[1].scoping = Json{{"ifname", "net1"}, {"tables", Json::array({1000})}};
   save_and_check(cache, r);
   r.attachments[2].result = "";
   r.attachments[3].name = "default/renamed";
@@ -176,7 +176,7 @@ TEST_CASE("file cache: a config or a result changing alone is re-serialised, the
   r.attachments[1].config = attachment(1).config;  // back to the first config, result unchanged
   r.attachments[1].result = "";
   save_and_check(cache, r);
-  r.attachments[0].extra["scoping"] = Json::object();
+  r.attachments[0].scoping = Json::object();
   r.attachments[0].cluster_network = false;
   save_and_check(cache, r);
 }

@@ -3,6 +3,7 @@
 // no file behind, list, concurrent lockers (threads and forked processes) and lock timeouts, for
 // FileCache in a temp dir and for the MemoryCache fake.
 #include "store/cache.h"
+#include "store/memory_cache.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

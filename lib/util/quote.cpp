@@ -1,0 +1,16 @@
+// Implementation of the printable renderings.
+#include "util/quote.h"
+
+#include <algorithm>
+
+namespace manifold::util {
+
+std::string printable(std::string_view text, std::size_t max) {
+  std::string out;
+  out.reserve(std::min(text.size(), max) + 3);
+  for (char c : text.substr(0, max)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  if (text.size() > max) out += "...";
+  return out;
+}
+
+}  // namespace manifold::util

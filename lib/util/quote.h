@@ -1,0 +1,16 @@
+// Printable, bounded renderings of untrusted text for error and log messages: a hostile value (a
+// pod annotation, a NAD, a cache file) can be long and hold control characters or invalid UTF-8,
+// and a message repeating it must stay one readable line of bounded length.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace manifold::util {
+
+/// The first `max` bytes of `text` with every byte outside printable ASCII replaced by '?', and
+/// "..." appended when it was cut.
+std::string printable(std::string_view text, std::size_t max = 64);
+
+}  // namespace manifold::util
