@@ -7,6 +7,7 @@
 
 #include "cni/error.h"
 #include "k8s/selection.h"
+#include "util/utf8.h"
 
 namespace manifold::k8s {
 namespace {
@@ -14,7 +15,7 @@ namespace {
 constexpr int kMaxConfigDepth = 64;
 
 [[noreturn]] void fail(const std::string& nad, const std::string& what) {
-  throw cni::CniError(cni::ErrorCode::InvalidConfig, sanitize_utf8("NetworkAttachmentDefinition " + nad + ": " + what));
+  throw cni::CniError(cni::ErrorCode::InvalidConfig, util::sanitize_utf8("NetworkAttachmentDefinition " + nad + ": " + what));
 }
 
 /// metadata.<key> as a string, or "" when absent / not a string.

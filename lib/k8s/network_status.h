@@ -77,14 +77,4 @@ std::string render_network_status(const std::vector<StatusInput>& attachments);
 std::vector<std::string> installed_default_gateways(const std::vector<StatusRoute>& routes,
                                                     const std::vector<StatusIp>& ips);
 
-/// Serialises `value` exactly as Go's json.MarshalIndent(v, "", "    ") would serialise the same
-/// value (object keys in the given order): `<`, `>`, `&`, U+2028 and U+2029 escaped as \u003c…,
-/// invalid UTF-8 as \ufffd, Go's float formatting, `{}` and `[]` for empty containers.
-std::string go_marshal_indent(const Json& value);
-
-/// Renders an IP address the way Go's net.IP.String() does (IPv4-mapped IPv6 as dotted quad,
-/// IPv6 in RFC 5952 form). `text` may carry a "/prefix", which is dropped. Text that is not an IP
-/// is returned without its prefix, unchanged.
-std::string go_ip_string(const std::string& text);
-
 }  // namespace manifold::k8s

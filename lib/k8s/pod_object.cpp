@@ -3,13 +3,14 @@
 
 #include "cni/error.h"
 #include "k8s/selection.h"
+#include "util/utf8.h"
 
 namespace manifold::k8s {
 namespace {
 
 [[noreturn]] void fail(const std::string& ns, const std::string& name, const std::string& what) {
   throw cni::CniError(cni::ErrorCode::Decoding,
-                      sanitize_utf8("Kubernetes API answer for pod " + ns + "/" + name + " is malformed: " + what));
+                      util::sanitize_utf8("Kubernetes API answer for pod " + ns + "/" + name + " is malformed: " + what));
 }
 
 std::string shown_key(const std::string& key) {

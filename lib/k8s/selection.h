@@ -80,11 +80,6 @@ Json runtime_config_for(const SelectionElement& element);
 /// joined by ';' (e.g. "IP=10.1.1.5/24;MAC=0a:58:0a:01:01:05"); empty when neither was requested.
 std::string cni_args_for(const SelectionElement& element);
 
-/// Returns `text` with every byte that is not part of a valid UTF-8 sequence replaced by U+FFFD, so
-/// untrusted text can be put into error messages (which are rendered as JSON). Candidate for
-/// lib/util.
-std::string sanitize_utf8(std::string_view text);
-
 /// True if `name` is acceptable as a Linux interface name for manifold: 1–15 characters of
 /// `[A-Za-z0-9_.-]`, and not "." or "..".
 bool is_valid_interface_name(std::string_view name);

@@ -1,5 +1,5 @@
 // The lexical helpers of the selection parsers (selection_syntax.h) and the public syntax checks of
-// selection.h: UTF-8 sanitising, interface names, Go-compatible IP, CIDR and hardware-address parsing.
+// selection.h: interface names, Go-compatible IP, CIDR and hardware-address parsing.
 #include "k8s/selection_syntax.h"
 
 #include <arpa/inet.h>
@@ -7,11 +7,12 @@
 #include <algorithm>
 
 #include "cni/error.h"
+#include "util/utf8.h"
 
 namespace manifold::k8s::selection_syntax {
 
 [[noreturn]] void fail(const std::string& msg) {
-  throw cni::CniError(cni::ErrorCode::InvalidConfig, sanitize_utf8(msg));
+  throw cni::CniError(cni::ErrorCode::InvalidConfig, util::sanitize_utf8(msg));
 }
 
 namespace {
@@ -26,26 +27,6 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && is_ascii_space(s.front())) s.remove_prefix(1);
   while (!s.empty() && is_ascii_space(s.back())) s.remove_suffix(1);
   return s;
-}
-
-/// Length of the valid UTF-8 sequence at s[i] (RFC 3629: no overlongs, no surrogates), or 0.
-std::size_t utf8_length(std::string_view s, std::size_t i) {
-  auto cont = [&](std::size_t k) { return k < s.size() && (static_cast<unsigned char>(s[k]) & 0xC0) == 0x80; };
-  const unsigned char c = static_cast<unsigned char>(s[i]);
-  const unsigned char c1 = i + 1 < s.size() ? static_cast<unsigned char>(s[i + 1]) : 0;
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) return cont(i + 1) ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    if (!cont(i + 1) || !cont(i + 2) || (c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F)) return 0;
-    return 3;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    if (!cont(i + 1) || !cont(i + 2) || !cont(i + 3) || (c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 > 0x8F)) {
-      return 0;
-    }
-    return 4;
-  }
-  return 0;
 }
 
 /// Shortens untrusted text quoted in an error message (never inside a UTF-8 sequence).
@@ -136,23 +117,6 @@ namespace manifold::k8s {
 
 using selection_syntax::hex_value;
 using selection_syntax::ip_family;
-using selection_syntax::utf8_length;
-
-std::string sanitize_utf8(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size();) {
-    const std::size_t n = utf8_length(text, i);
-    if (n == 0) {
-      out += "\xEF\xBF\xBD";  // U+FFFD
-      ++i;
-    } else {
-      out.append(text.substr(i, n));
-      i += n;
-    }
-  }
-  return out;
-}
 
 bool is_valid_interface_name(std::string_view name) {
   if (name.empty() || name.size() > 15 || name == "." || name == "..") return false;

@@ -35,8 +35,6 @@ inline constexpr std::size_t kMaxQuotedLength = 64;
 [[noreturn]] void fail(const std::string& msg);
 /// `s` without leading and trailing ASCII white space.
 std::string_view trim(std::string_view s);
-/// Length of the valid UTF-8 sequence at s[i] (RFC 3629: no overlongs, no surrogates), or 0.
-std::size_t utf8_length(std::string_view s, std::size_t i);
 /// Shortens untrusted text quoted in an error message (never inside a UTF-8 sequence).
 std::string shown(std::string_view s);
 /// Quotes like Go's %q for the texts we quote (ASCII escapes; UTF-8 kept), shortened like shown().

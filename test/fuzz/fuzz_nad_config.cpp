@@ -16,6 +16,7 @@
 #include "k8s/nad_config.h"
 #include "k8s/selection.h"
 #include "fuzz_common.h"
+#include "util/utf8.h"
 
 using namespace manifold;
 
@@ -68,7 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                             {"annotations", {{k8s::kResourceNameAnnotation, "intel.com/sriov"}}}}},
               {"spec", {{"config", std::string()}}}};
   // spec.config is a JSON string: the input must be valid UTF-8 to get there, as from the API.
-  const std::string text = k8s::sanitize_utf8(input);
+  const std::string text = util::sanitize_utf8(input);
   nad["spec"]["config"] = text;
   try_nad(nad);
 

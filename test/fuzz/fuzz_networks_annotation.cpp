@@ -14,6 +14,7 @@
 #include "k8s/nad_config.h"
 #include "k8s/selection.h"
 #include "fuzz_common.h"
+#include "util/utf8.h"
 
 using namespace manifold;
 
@@ -58,7 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (fuzz::accepts([&] { def = k8s::parse_default_network_annotation(input, "kube-system"); })) check_element(def);
 
   // Error messages quote annotation text; sanitize_utf8 must make any text JSON-safe.
-  const std::string clean = k8s::sanitize_utf8(input);
+  const std::string clean = util::sanitize_utf8(input);
   (void)Json(clean).dump();
   return 0;
 }

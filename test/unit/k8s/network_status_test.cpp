@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "cni/error.h"
+#include "k8s/go_json.h"
 #include "k8s/network_status.h"
 
 using manifold::Json;

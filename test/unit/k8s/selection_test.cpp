@@ -7,6 +7,7 @@
 
 #include "cni/error.h"
 #include "k8s/selection.h"
+#include "util/utf8.h"
 
 using manifold::Json;
 using manifold::cni::CniError;
@@ -451,5 +452,5 @@ TEST_CASE("error messages stay valid UTF-8 for hostile input", "[k8s]") {
   std::string raw_bytes = parse_error("net\xff\xfe");
   CHECK(raw_bytes.find("net\xEF\xBF\xBD\xEF\xBF\xBD'") != std::string::npos);
   CHECK_NOTHROW(Json(raw_bytes).dump());
-  CHECK(sanitize_utf8("ok \xc3\xa9 \xed\xa0\x80") == "ok \xc3\xa9 \xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+  CHECK(manifold::util::sanitize_utf8("ok \xc3\xa9 \xed\xa0\x80") == "ok \xc3\xa9 \xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
 }
