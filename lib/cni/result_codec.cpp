@@ -8,6 +8,7 @@
 #include "cni/error.h"
 #include "cni/version.h"
 #include "util/ip.h"
+#include "util/quote.h"
 
 namespace manifold::cni {
 
@@ -20,22 +21,7 @@ constexpr std::size_t kMaxQuoted = 64;             // offending values quoted in
 // ---- error helpers ----------------------------------------------------------------------------
 
 // Quotes a value for an error message: truncated, non-printable bytes escaped.
-std::string quote(std::string_view s) {
-  static const char* hex = "0123456789abcdef";
-  std::string out = "\"";
-  for (std::size_t i = 0; i < s.size() && i < kMaxQuoted; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 0xf];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (s.size() > kMaxQuoted) out += "...";
-  return out + "\"";
-}
+std::string quote(std::string_view s) { return util::quoted(s, kMaxQuoted); }
 
 [[noreturn]] void fail(const std::string& path, const std::string& problem) {
   throw CniError(ErrorCode::Decoding, "invalid CNI result: " + path + ": " + problem);

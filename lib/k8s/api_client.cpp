@@ -8,6 +8,7 @@
 
 #include "util/error.h"
 #include "util/log.h"
+#include "util/quote.h"
 
 namespace manifold::k8s {
 namespace {
@@ -28,26 +29,7 @@ bool is_label_syntax(std::string_view s) {
 }
 
 /// Quotes untrusted text for a message: printable ASCII kept, everything else escaped, truncated.
-std::string quote(std::string_view text) {
-  std::string out = "\"";
-  std::size_t n = 0;
-  for (char c : text) {
-    if (++n > 80) {
-      out += "...";
-      break;
-    }
-    unsigned char u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u < 0x7f && c != '"' && c != '\\') {
-      out += c;
-    } else {
-      static const char* hex = "0123456789abcdef";
-      out += "\\x";
-      out += hex[u >> 4];
-      out += hex[u & 15];
-    }
-  }
-  return out + "\"";
-}
+std::string quote(std::string_view text) { return util::quoted(text, 80); }
 
 std::string format_seconds(milliseconds d) {
   std::ostringstream os;

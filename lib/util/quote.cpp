@@ -13,4 +13,21 @@ std::string printable(std::string_view text, std::size_t max) {
   return out;
 }
 
+std::string quoted(std::string_view text, std::size_t max) {
+  static const char* hex = "0123456789abcdef";
+  std::string out = "\"";
+  for (char c : text.substr(0, max)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f && c != '"' && c != '\\') {
+      out += c;
+    } else {
+      out += "\\x";
+      out += hex[u >> 4];
+      out += hex[u & 0xf];
+    }
+  }
+  if (text.size() > max) out += "...";
+  return out + "\"";
+}
+
 }  // namespace manifold::util

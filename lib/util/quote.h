@@ -13,4 +13,8 @@ namespace manifold::util {
 /// "..." appended when it was cut.
 std::string printable(std::string_view text, std::size_t max = 64);
 
+/// `text` in double quotes for a message: printable ASCII other than '"' and '\\' kept, every other
+/// byte written as \xNN, and only the first `max` bytes shown ("..." inside the quotes when cut).
+std::string quoted(std::string_view text, std::size_t max = 64);
+
 }  // namespace manifold::util
