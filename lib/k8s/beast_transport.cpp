@@ -6,7 +6,7 @@
 // (/etc/resolv.conf), whatever nsswitch.conf says (see pin_host_resolution). OpenSSL objects are
 // owned by asio::ssl::context and beast::ssl_stream (RAII) and are created only when the first
 // request is sent; OpenSSL itself is initialised then too, without the node's openssl.cnf (see
-// init_openssl). A request is serialised into one buffer by serialize_request (the bytes Beast's
+// init_openssl). A request is serialised into one buffer by serialize_request (http_wire.h: the bytes Beast's
 // request serializer would write, for a quarter of its instructions) and written in one write;
 // answers are parsed by Beast's response parser.
 #include "k8s/beast_transport.h"
@@ -33,6 +33,7 @@
 #include <mutex>
 #include <thread>
 
+#include "k8s/http_wire.h"
 #include "util/log.h"
 
 namespace manifold::k8s {
@@ -52,28 +53,6 @@ using Kind = TransportError::Kind;
 struct StaleConnection {
   TransportError error;
 };
-
-bool is_token_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) ||
-         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-void validate_request(const HttpRequest& request) {
-  auto bad = [](const std::string& what) {
-    throw cni::CniError(cni::ErrorCode::Internal, "invalid HTTP request for the Kubernetes API: " + what);
-  };
-  if (request.method.empty() || !std::all_of(request.method.begin(), request.method.end(), is_token_char))
-    bad("method is not an HTTP token");
-  if (request.target.empty() || request.target.front() != '/') bad("target must start with '/'");
-  for (char c : request.target)
-    if (static_cast<unsigned char>(c) <= 0x20 || static_cast<unsigned char>(c) >= 0x7f)
-      bad("target contains whitespace or control characters");
-  for (const auto& [name, value] : request.headers) {
-    if (name.empty() || !std::all_of(name.begin(), name.end(), is_token_char)) bad("a header name is not a token");
-    for (char c : value)
-      if (c == '\r' || c == '\n' || c == '\0') bad("header " + name + " contains a line break or NUL");
-  }
-}
 
 std::string to_ms(std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; }
 
@@ -108,37 +87,6 @@ void init_openssl() {
   static std::once_flag once;
   std::call_once(once, [] { OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_ATEXIT, nullptr); });
 }
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-}  // namespace
-
-std::string serialize_request(const HttpRequest& request, std::string_view authority) {
-  // Content-Length as Beast's prepare_payload() sets it: for a body, and for the methods that
-  // carry one even when it is empty; it then replaces any Content-Length the caller gave.
-  const bool with_length = !request.body.empty() || request.method == "POST" || request.method == "PUT" ||
-                           request.method == "OPTIONS";
-  const std::string length = std::to_string(request.body.size());
-  std::size_t size = request.method.size() + request.target.size() + authority.size() + request.body.size() + 64;
-  for (const auto& [name, value] : request.headers) size += name.size() + value.size() + 4;
-  std::string wire;
-  wire.reserve(size);
-  wire.append(request.method).append(" ").append(request.target).append(" HTTP/1.1\r\nHost: ");
-  wire.append(authority).append("\r\n");
-  for (const auto& [name, value] : request.headers) {
-    if (with_length && iequals(name, "Content-Length")) continue;
-    wire.append(name).append(": ").append(value).append("\r\n");
-  }
-  if (with_length) wire.append("Content-Length: ").append(length).append("\r\n");
-  wire.append("\r\n").append(request.body);
-  return wire;
-}
-
-namespace {
 
 /// Result slot of one asynchronous resolution running on a helper thread.
 struct ResolveState {

@@ -14,15 +14,10 @@
 #include <string_view>
 
 #include "k8s/http.h"
+#include "k8s/http_wire.h"
 #include "k8s/kubeconfig.h"
 
 namespace manifold::k8s {
-
-/// The HTTP/1.1 request bytes the transport sends: "METHOD target HTTP/1.1", Host (`authority`),
-/// the request's headers in order, Content-Length when there is a body or the method is POST, PUT
-/// or OPTIONS (replacing any the caller gave), an empty line, the body. The request must have
-/// passed validation (no line breaks in the method, target or headers).
-std::string serialize_request(const HttpRequest& request, std::string_view authority);
 
 /// HTTPS transport to one API server. Not thread-safe; one instance per invocation.
 class BeastTransport final : public HttpTransport {

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
+#include <optional>
 
 namespace manifold::k8s {
 namespace {
@@ -88,9 +90,59 @@ std::string ServerUrl::authority() const {
 
 std::string ServerUrl::to_string() const { return "https://" + authority() + base_path; }
 
+namespace {
+
+/// Builds the error for a rejected server URL (the URL itself is shown unless it holds user info
+/// or is not printable).
+using UrlFailure = std::function<cni::CniError(const std::string&)>;
+
+/// Fills the host fields of `out` from `authority` ("host[:port]" or "[v6][:port]"); returns the
+/// port text, or nullopt when the authority names no port.
+std::optional<std::string_view> parse_authority(std::string_view authority, ServerUrl& out, const UrlFailure& fail) {
+  std::optional<std::string_view> port_text;
+  if (!authority.empty() && authority.front() == '[') {
+    std::size_t close = authority.find(']');
+    if (close == std::string_view::npos) throw fail("unterminated [IPv6] address");
+    out.host = std::string(authority.substr(1, close - 1));
+    if (!is_ipv6(out.host)) throw fail("\"" + out.host + "\" is not a valid IPv6 address");
+    out.host_is_ip = out.host_is_ipv6 = true;
+    std::string_view after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') throw fail("unexpected characters after the [IPv6] address");
+      port_text = after.substr(1);
+    }
+    return port_text;
+  }
+  std::size_t colon = authority.find(':');
+  if (colon != std::string_view::npos && authority.find(':', colon + 1) != std::string_view::npos)
+    throw fail("IPv6 addresses must be written in brackets, e.g. https://[fd00::1]:6443");
+  out.host = std::string(authority.substr(0, colon));
+  if (colon != std::string_view::npos) port_text = authority.substr(colon + 1);
+  if (out.host.empty()) throw fail("the host is missing");
+  if (is_ipv4(out.host)) {
+    out.host_is_ip = true;
+  } else if (out.host.find_first_not_of("0123456789.") == std::string::npos) {
+    throw fail("\"" + out.host + "\" is not a valid IPv4 address");
+  } else if (!is_host_name(out.host)) {
+    throw fail("\"" + out.host + "\" is not a valid host name");
+  }
+  return port_text;
+}
+
+/// The port number `text` names (1-65535).
+std::uint16_t parse_port(std::string_view text, const UrlFailure& fail) {
+  if (text.empty() || text.size() > 5 || text.find_first_not_of("0123456789") != std::string_view::npos)
+    throw fail("the port must be a number from 1 to 65535");
+  unsigned long port = std::stoul(std::string(text));
+  if (port == 0 || port > 65535) throw fail("the port must be a number from 1 to 65535");
+  return static_cast<std::uint16_t>(port);
+}
+
+}  // namespace
+
 ServerUrl parse_server_url(std::string_view url) {
   const bool has_user_info = url.find('@') != std::string_view::npos;
-  auto fail = [&](const std::string& why) -> cni::CniError {
+  const UrlFailure fail = [&](const std::string& why) -> cni::CniError {
     bool printable = url.size() <= kMaxUrlLength &&
                      std::all_of(url.begin(), url.end(), [](char c) { return c > 0x20 && c < 0x7f; });
     std::string shown = (has_user_info || !printable) ? std::string() : " \"" + std::string(url) + "\"";
@@ -113,48 +165,8 @@ ServerUrl parse_server_url(std::string_view url) {
   if (authority.find('@') != std::string_view::npos) throw fail("it must not contain user info");
 
   ServerUrl out;
-  std::string_view port_text;
-  bool has_port = false;
-  if (!authority.empty() && authority.front() == '[') {
-    std::size_t close = authority.find(']');
-    if (close == std::string_view::npos) throw fail("unterminated [IPv6] address");
-    out.host = std::string(authority.substr(1, close - 1));
-    if (!is_ipv6(out.host)) throw fail("\"" + out.host + "\" is not a valid IPv6 address");
-    out.host_is_ip = out.host_is_ipv6 = true;
-    std::string_view after = authority.substr(close + 1);
-    if (!after.empty()) {
-      if (after.front() != ':') throw fail("unexpected characters after the [IPv6] address");
-      port_text = after.substr(1);
-      has_port = true;
-    }
-  } else {
-    std::size_t colon = authority.find(':');
-    if (colon != std::string_view::npos && authority.find(':', colon + 1) != std::string_view::npos)
-      throw fail("IPv6 addresses must be written in brackets, e.g. https://[fd00::1]:6443");
-    out.host = std::string(authority.substr(0, colon));
-    if (colon != std::string_view::npos) {
-      port_text = authority.substr(colon + 1);
-      has_port = true;
-    }
-    if (out.host.empty()) throw fail("the host is missing");
-    if (is_ipv4(out.host)) {
-      out.host_is_ip = true;
-    } else if (out.host.find_first_not_of("0123456789.") == std::string::npos) {
-      throw fail("\"" + out.host + "\" is not a valid IPv4 address");
-    } else if (!is_host_name(out.host)) {
-      throw fail("\"" + out.host + "\" is not a valid host name");
-    }
-  }
-
-  if (has_port) {
-    if (port_text.empty() || port_text.size() > 5 ||
-        port_text.find_first_not_of("0123456789") != std::string_view::npos)
-      throw fail("the port must be a number from 1 to 65535");
-    unsigned long port = std::stoul(std::string(port_text));
-    if (port == 0 || port > 65535) throw fail("the port must be a number from 1 to 65535");
-    out.port = static_cast<std::uint16_t>(port);
-  }
-
+  if (std::optional<std::string_view> port_text = parse_authority(authority, out, fail))
+    out.port = parse_port(*port_text, fail);
   while (!path.empty() && path.back() == '/') path.remove_suffix(1);
   for (char c : path)
     if (!is_path_char(c)) throw fail("the path contains an invalid character");

@@ -10,6 +10,7 @@
 
 #include "k8s/api_client.h"
 #include "k8s/beast_transport.h"
+#include "k8s/http_wire.h"
 #include "k8s/tls_test_server.h"
 
 using namespace manifold;
