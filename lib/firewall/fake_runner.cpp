@@ -45,22 +45,38 @@ void check_target(const SavedTable& table, const std::string& spec, std::size_t 
   if (table.find(target) == nullptr) refuse(line_no, "Couldn't load target '" + target + "'");
 }
 
-void apply_line(SavedTable& table, std::string_view line, std::size_t line_no) {
-  if (line.front() == ':') {
-    const std::vector<std::string> words = split_rule_words(line.substr(1));
-    if (words.size() < 2) refuse(line_no, "malformed chain line");
-    if (SavedChain* chain = table.find(words[0])) {
-      if (is_builtin_nat_chain(words[0])) {
-        if (words[1] != "-") chain->policy = words[1];
-      } else {
-        chain->rules.clear();  // --noflush: a user chain line flushes an existing chain
-      }
+/// A ":CHAIN POLICY" line: sets a built-in chain's policy, creates or (--noflush) flushes a user chain.
+void apply_chain_line(SavedTable& table, std::string_view line, std::size_t line_no) {
+  const std::vector<std::string> words = split_rule_words(line.substr(1));
+  if (words.size() < 2) refuse(line_no, "malformed chain line");
+  if (SavedChain* chain = table.find(words[0])) {
+    if (is_builtin_nat_chain(words[0])) {
+      if (words[1] != "-") chain->policy = words[1];
     } else {
-      if (is_builtin_nat_chain(words[0])) refuse(line_no, "built-in chain missing");
-      table.chains.push_back(SavedChain{words[0], "-", {}});
+      chain->rules.clear();  // --noflush: a user chain line flushes an existing chain
     }
-    return;
+  } else {
+    if (is_builtin_nat_chain(words[0])) refuse(line_no, "built-in chain missing");
+    table.chains.push_back(SavedChain{words[0], "-", {}});
   }
+}
+
+/// "-I CHAIN [N] SPEC": inserts at position N (1 by default) like iptables-restore.
+void insert_rule(SavedTable& table, const std::string& name, std::string spec, std::size_t line_no) {
+  SavedChain& chain = existing_chain(table, name, line_no);
+  std::size_t position = 1;
+  auto [first, rest] = chain_and_spec(spec);
+  if (all_digits(first) && first.size() < 7) {
+    position = std::stoul(first);
+    spec = rest;
+  }
+  if (position < 1 || position > chain.rules.size() + 1) refuse(line_no, "Index of insertion too big");
+  check_target(table, spec, line_no);
+  chain.rules.insert(chain.rules.begin() + static_cast<long>(position - 1), spec);
+}
+
+void apply_line(SavedTable& table, std::string_view line, std::size_t line_no) {
+  if (line.front() == ':') return apply_chain_line(table, line, line_no);
   if (line.size() < 3 || line[0] != '-' || line[2] != ' ') refuse(line_no, "unknown command");
   const char op = line[1];
   auto [name, spec] = chain_and_spec(line.substr(3));
@@ -75,19 +91,8 @@ void apply_line(SavedTable& table, std::string_view line, std::size_t line_no) {
       chain.rules.push_back(spec);
       return;
     }
-    case 'I': {
-      SavedChain& chain = existing_chain(table, name, line_no);
-      std::size_t position = 1;
-      auto [first, rest] = chain_and_spec(spec);
-      if (all_digits(first) && first.size() < 7) {
-        position = std::stoul(first);
-        spec = rest;
-      }
-      if (position < 1 || position > chain.rules.size() + 1) refuse(line_no, "Index of insertion too big");
-      check_target(table, spec, line_no);
-      chain.rules.insert(chain.rules.begin() + static_cast<long>(position - 1), spec);
-      return;
-    }
+    case 'I':
+      return insert_rule(table, name, spec, line_no);
     case 'D': {
       SavedChain& chain = existing_chain(table, name, line_no);
       auto it = std::find(chain.rules.begin(), chain.rules.end(), spec);

@@ -287,45 +287,24 @@ int check_installation(const InstallOptions& o) {
   return problems.empty() ? 0 : 1;
 }
 
-}  // namespace
-
-int run_install(const InstallOptions& o) {
-  util::Logger::instance().set_level(util::LogLevel::Verbose);
-  util::Logger::instance().set_to_stderr(true);
-  if (o.poll_interval_ms < 50 || o.poll_interval_ms > 3600000) {
-    std::cerr << "manifold install: --poll-interval must be between 50 and 3600000 ms\n";
-    return 2;
+/// One installation: waits up to --primary-wait for a primary config, then writes the outputs.
+int install_once(const InstallOptions& o, const Paths& p) {
+  Inputs in = read_inputs(o, p);
+  for (int waited = 0; in.primary_name.empty() && waited < o.primary_wait_s && !g_stop; ++waited) {
+    interruptible_sleep(1000);
+    in = read_inputs(o, p);
   }
-  if (o.watch_iterations < 0 || o.primary_wait_s < 0) {
-    std::cerr << "manifold install: --watch-iterations and --primary-wait must not be negative\n";
-    return 2;
-  }
-  if (o.check) return check_installation(o);
-  Paths p = paths_for(o);
-  install_signal_handlers();
-  try {
-    if (!o.skip_binary) install_binary(o);
-    if (!o.watch) {
-      Inputs in = read_inputs(o, p);
-      for (int waited = 0; in.primary_name.empty() && waited < o.primary_wait_s && !g_stop; ++waited) {
-        interruptible_sleep(1000);
-        in = read_inputs(o, p);
-      }
-      if (in.primary_name.empty()) {
-        util::log_error("no primary CNI config (.conf/.conflist) in ", o.conf_dir);
-        return 1;
-      }
-      apply(o, p, in);
-      return 0;
-    }
-  } catch (const cni::CniError& e) {
-    util::log_error(e.msg());
-    return 1;
-  } catch (const util::IoError& e) {
-    util::log_error(e.msg());
+  if (in.primary_name.empty()) {
+    util::log_error("no primary CNI config (.conf/.conflist) in ", o.conf_dir);
     return 1;
   }
+  apply(o, p, in);
+  return 0;
+}
 
+/// The --watch loop: regenerates the outputs whenever the inputs change, retrying after errors,
+/// until a signal or --watch-iterations; removes the outputs on exit with --cleanup-on-exit.
+int watch_and_regenerate(const InstallOptions& o, const Paths& p) {
   std::optional<Inputs> applied;
   for (long i = 0; !g_stop && (o.watch_iterations == 0 || i < o.watch_iterations); ++i) {
     try {
@@ -351,6 +330,35 @@ int run_install(const InstallOptions& o) {
   if (o.cleanup_on_exit) remove_generated(o.conf_dir, "");
   util::log_verbose(g_stop ? "stopped by signal" : "watch finished");
   return 0;
+}
+
+}  // namespace
+
+int run_install(const InstallOptions& o) {
+  util::Logger::instance().set_level(util::LogLevel::Verbose);
+  util::Logger::instance().set_to_stderr(true);
+  if (o.poll_interval_ms < 50 || o.poll_interval_ms > 3600000) {
+    std::cerr << "manifold install: --poll-interval must be between 50 and 3600000 ms\n";
+    return 2;
+  }
+  if (o.watch_iterations < 0 || o.primary_wait_s < 0) {
+    std::cerr << "manifold install: --watch-iterations and --primary-wait must not be negative\n";
+    return 2;
+  }
+  if (o.check) return check_installation(o);
+  Paths p = paths_for(o);
+  install_signal_handlers();
+  try {
+    if (!o.skip_binary) install_binary(o);
+    if (!o.watch) return install_once(o, p);
+  } catch (const cni::CniError& e) {
+    util::log_error(e.msg());
+    return 1;
+  } catch (const util::IoError& e) {
+    util::log_error(e.msg());
+    return 1;
+  }
+  return watch_and_regenerate(o, p);
 }
 
 }  // namespace manifold::plugin
