@@ -51,18 +51,6 @@ class CrashK8sTest(CrashMixin, K8sTestCase):
         return Places(self.pod, self.node, self.tree.cni_dir, self.tree.ipam_dir, self.tree.libcni_cache,
                       self.device_info_dir)
 
-    def test_add(self):
-        self.campaign("ADD")
-
-    def test_check(self):
-        self.campaign("CHECK")
-
-    def test_del(self):
-        self.campaign("DEL")
-
-    def test_gc(self):
-        self.campaign("GC")
-
 
 if __name__ == "__main__":
     main()

@@ -40,18 +40,6 @@ class CrashScopingTest(CrashMixin, ManifoldTestCase):
         """The test's namespaces and directories."""
         return Places(self.pod, self.node, self.tree.cni_dir, self.tree.ipam_dir, self.tree.libcni_cache)
 
-    def test_add(self):
-        self.campaign("ADD")
-
-    def test_check(self):
-        self.campaign("CHECK")
-
-    def test_del(self):
-        self.campaign("DEL")
-
-    def test_gc(self):
-        self.campaign("GC")
-
 
 if __name__ == "__main__":
     main()

@@ -113,9 +113,22 @@ class PointFailed(Exception):
 
 class CrashMixin:
     """The campaign, for a scenario test case providing invoke(verb, container, ns, valid) and
-    places(); `scenario` names it in findings and reports."""
+    places(); `scenario` names it in findings and reports. Every scenario runs one campaign per
+    verb (the test_* methods below)."""
 
     scenario = "?"
+
+    def test_add(self):
+        self.campaign("ADD")
+
+    def test_check(self):
+        self.campaign("CHECK")
+
+    def test_del(self):
+        self.campaign("DEL")
+
+    def test_gc(self):
+        self.campaign("GC")
 
     def setUp(self):
         super().setUp()

@@ -11,31 +11,16 @@
 
 #include "cni/error.h"
 #include "store/cache.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 using manifold::Json;
 using manifold::store::AttachmentRecord;
 using manifold::store::ContainerRecord;
 using manifold::store::FileCache;
+using manifold::test::TempDir;
 
 namespace {
-
-class ReuseTempDir {
- public:
-  ReuseTempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "manifold-reuse-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~ReuseTempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 std::string file_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -67,7 +52,7 @@ void save_and_check(FileCache& cache, const ContainerRecord& r) {
 
 TEST_CASE("file cache: every save of a growing, changing record is a fresh serialisation",
           "[store]") {
-  ReuseTempDir dir;
+  TempDir dir;
   FileCache cache(dir.path());
   ContainerRecord r;
   r.container_id = "ctr-reuse";
@@ -110,7 +95,7 @@ TEST_CASE("file cache: every save of a growing, changing record is a fresh seria
 }
 
 TEST_CASE("file cache: reused texts never leak between containers or across a remove", "[store]") {
-  ReuseTempDir dir;
+  TempDir dir;
   FileCache cache(dir.path());
   ContainerRecord a, b;
   a.container_id = "ctr-a";
@@ -137,7 +122,7 @@ TEST_CASE("file cache: reused texts never leak between containers or across a re
 
 TEST_CASE("file cache: an unstorable attachment is refused even after earlier good saves",
           "[store]") {
-  ReuseTempDir dir;
+  TempDir dir;
   FileCache cache(dir.path());
   ContainerRecord r;
   r.container_id = "ctr-bad";
@@ -161,7 +146,7 @@ TEST_CASE("file cache: an unstorable attachment is refused even after earlier go
 }
 
 TEST_CASE("file cache: a config or a result changing alone is re-serialised, the other reused", "[store]") {
-  ReuseTempDir dir;
+  TempDir dir;
   FileCache cache(dir.path());
   ContainerRecord r;
   r.container_id = "ctr-fields";
