@@ -13,4 +13,9 @@ std::string printable(std::string_view text, std::size_t max) {
   return out;
 }
 
+std::string printable_json(const Json& value, std::size_t max) {
+  if (value.is_string()) return "\"" + printable(value.get_ref<const std::string&>(), max) + "\"";
+  return printable(value.dump(-1, ' ', false, Json::error_handler_t::replace), max);
+}
+
 }  // namespace manifold::util

@@ -7,10 +7,16 @@
 #include <string>
 #include <string_view>
 
+#include "util/json.h"
+
 namespace manifold::util {
 
 /// The first `max` bytes of `text` with every byte outside printable ASCII replaced by '?', and
 /// "..." appended when it was cut.
 std::string printable(std::string_view text, std::size_t max = 64);
+
+/// A JSON value rendered for a message: a string as "\"" + printable(text, max) + "\"", anything
+/// else as printable(its compact JSON text, max) (invalid UTF-8 replaced).
+std::string printable_json(const Json& value, std::size_t max = 64);
 
 }  // namespace manifold::util
