@@ -12,30 +12,15 @@
 #include <string_view>
 #include <vector>
 
+#include "cni/config_reader.h"
 #include "util/json.h"
 
 namespace manifold::cni {
-
-/// One finding of a validation.
-struct Problem {
-  std::string path;     ///< JSON path, "$" for the document, e.g. "$.delegates[1].type"
-  std::string message;  ///< what is wrong, e.g. "must be a non-empty string"
-  bool warning = false; ///< true for advice that does not make the config invalid
-};
-
-/// Everything found in one document.
-using Problems = std::vector<Problem>;
 
 /// Checks one scoping object: `key` is "mesh" or "sourceRouting", `value` its JSON, `path` its
 /// JSON path. Appends problems to `out`.
 using ScopingChecker = std::function<void(std::string_view key, const Json& value, const std::string& path,
                                           Problems& out)>;
-
-/// `base` + ".key", or `base` + "[\"key\"]" when the key is not a plain identifier.
-std::string json_path_key(const std::string& base, std::string_view key);
-
-/// `base` + "[index]".
-std::string json_path_index(const std::string& base, std::size_t index);
 
 /// "path: message" (and a "warning: " prefix for warnings).
 std::string format_problem(const Problem& problem);
@@ -47,15 +32,22 @@ bool has_errors(const Problems& problems);
 /// of at most 255 bytes.
 bool is_plain_plugin_type(std::string_view type);
 
+/// Checks a `cniVersion` value at `path`: a string naming a supported version.
+void validate_cni_version(const Json& value, const std::string& path, Problems& out);
+
+/// Checks a `capabilities` object at `path`: an object whose values are booleans.
+void validate_capabilities(const Json& value, const std::string& path, Problems& out);
+
 /// Validates a network config as given to a delegate (conf or conflist) at `path`: object shape,
 /// cniVersion (supported), name, type (plain file name), plugins, ipam.type, capabilities, and the
 /// scoping keys through `scoping` (when set).
 void validate_network_config(const Json& config, const std::string& path, Problems& out,
                              const ScopingChecker& scoping = nullptr);
 
-/// Validates a manifold/Multus meta-plugin config object at `path`: every known key's type and
-/// range, logLevel's value, logOptions, delegates (each a network config), that delegates or
-/// clusterNetwork is set, and the top-level scoping defaults. `in_list` is true when the object is
+/// Validates a manifold/Multus meta-plugin config object at `path` against the meta-config schema
+/// (cni/meta_schema.h, the one parse_meta_config walks): every known key's type and range,
+/// logLevel's value, logOptions and apiTimeouts, delegates (each a network config), that delegates
+/// or clusterNetwork is set, and the top-level scoping defaults. `in_list` is true when the object is
 /// a plugin of a conflist (cniVersion and name then come from the list). Unknown keys are allowed
 /// (Multus ignores them) but get a warning when they differ from a known key only in case.
 void validate_meta_config(const Json& config, const std::string& path, Problems& out,

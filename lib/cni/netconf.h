@@ -1,6 +1,7 @@
 // The manifold meta-plugin configuration: every Multus thin-plugin key, read from the stdin config
-// with strict types (a wrong type is CNI error 7 naming the key) and Multus's defaults. Unknown keys
-// are ignored. manifold's own additions are `returnAllResults`, `delegateTimeout` and
+// with strict types (a wrong type is CNI error 7 naming the key) and Multus's defaults. The keys,
+// their types and bounds are the schema in cni/meta_schema.h, shared with `manifold validate`.
+// Unknown keys are ignored. manifold's own additions are `returnAllResults`, `delegateTimeout` and
 // `readinessTimeout`; the scoping keys belong to the scoping module.
 #pragma once
 
@@ -65,7 +66,8 @@ struct MetaConfig {
 };
 
 /// Reads a MetaConfig from the parsed stdin object. Throws CniError(InvalidConfig) naming the key
-/// on a wrong type or an out-of-range value, and when neither `delegates` nor `clusterNetwork` is set.
+/// on a wrong type or an out-of-range value (the first, in schema order), and when neither
+/// `delegates` nor `clusterNetwork` is set.
 MetaConfig parse_meta_config(const Json& config);
 
 /// Checks that a delegate config (conf or conflist) is an object with a valid shape: a conf has a

@@ -21,7 +21,7 @@ constexpr std::size_t kMaxQuoted = 64;             // offending values quoted in
 // ---- error helpers ----------------------------------------------------------------------------
 
 // Quotes a value for an error message: truncated, non-printable bytes escaped.
-std::string quote(std::string_view s) { return util::quoted(s, kMaxQuoted); }
+std::string quote(std::string_view s) { return util::quote_bytes(s, kMaxQuoted); }
 
 [[noreturn]] void fail(const std::string& path, const std::string& problem) {
   throw CniError(ErrorCode::Decoding, "invalid CNI result: " + path + ": " + problem);

@@ -156,7 +156,7 @@ std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, c
                                                 KubeAccess& kube, const Json& pod, k8s::DeviceAllocator& devices,
                                                 Resolution mode) {
   auto ref = cni::pod_ref_from(inv.args);
-  auto policy = k8s::namespace_policy_from_config(config.raw);
+  auto policy = k8s::namespace_policy_from_config(config);
   NadResolver nads(kube, config);
   std::vector<Attachment> out;
   std::vector<bool> skipped;

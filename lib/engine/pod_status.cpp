@@ -191,7 +191,7 @@ void publish_status(KubeAccess& kube, util::FileReader& files, const cni::MetaCo
                     const cni::Invocation& inv, const Json& pod, const store::ContainerRecord& record,
                     const std::vector<cni::Result>& results) {
   auto ref = cni::pod_ref_from(inv.args);
-  auto policy = k8s::namespace_policy_from_config(config.raw);
+  auto policy = k8s::namespace_policy_from_config(config);
   if (!k8s::is_system_namespace(policy, ref.namespace_))
     write_network_status(kube, ref, pod, k8s::render_network_status(status_inputs(record, results, files)));
   send_added_events(kube, ref, pod, record, results);

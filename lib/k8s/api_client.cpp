@@ -29,7 +29,7 @@ bool is_label_syntax(std::string_view s) {
 }
 
 /// Quotes untrusted text for a message: printable ASCII kept, everything else escaped, truncated.
-std::string quote(std::string_view text) { return util::quoted(text, 80); }
+std::string quote(std::string_view text) { return util::quote_bytes(text, 80); }
 
 std::string format_seconds(milliseconds d) {
   std::ostringstream os;

@@ -1,5 +1,5 @@
-// Implementation of the namespace policy: parsing the three config keys with type checks, the
-// isolation check with Multus's error text, and the system-namespace test by namespace.
+// Implementation of the namespace policy: the policy of a parsed config, the isolation check with
+// Multus's error text, and the system-namespace test by namespace.
 #include "k8s/isolation.h"
 
 #include <algorithm>
@@ -20,10 +20,6 @@ bool contains(const std::vector<std::string>& list, const std::string& value) {
   return std::find(list.begin(), list.end(), value) != list.end();
 }
 
-[[noreturn]] void bad_type(const char* key, const char* expected) {
-  throw cni::CniError(cni::ErrorCode::InvalidConfig, std::string("config key \"") + key + "\" must be " + expected);
-}
-
 }  // namespace
 
 std::vector<std::string> parse_global_namespaces(std::string_view value) {
@@ -40,25 +36,11 @@ std::vector<std::string> parse_global_namespaces(std::string_view value) {
   return out;
 }
 
-NamespacePolicy namespace_policy_from_config(const Json& netconf) {
+NamespacePolicy namespace_policy_from_config(const cni::MetaConfig& config) {
   NamespacePolicy policy;
-  if (!netconf.is_object()) return policy;
-  if (auto it = netconf.find("namespaceIsolation"); it != netconf.end() && !it->is_null()) {
-    if (!it->is_boolean()) bad_type("namespaceIsolation", "a boolean");
-    policy.isolation = it->get<bool>();
-  }
-  if (auto it = netconf.find("globalNamespaces"); it != netconf.end() && !it->is_null()) {
-    if (!it->is_string()) bad_type("globalNamespaces", "a comma-separated string");
-    policy.global_namespaces = parse_global_namespaces(it->get_ref<const std::string&>());
-  }
-  if (auto it = netconf.find("systemNamespaces"); it != netconf.end() && !it->is_null()) {
-    if (!it->is_array()) bad_type("systemNamespaces", "a list of strings");
-    policy.system_namespaces.clear();
-    for (const Json& ns : *it) {
-      if (!ns.is_string()) bad_type("systemNamespaces", "a list of strings");
-      policy.system_namespaces.push_back(ns.get<std::string>());
-    }
-  }
+  policy.isolation = config.namespace_isolation;
+  if (config.global_namespaces_set) policy.global_namespaces = parse_global_namespaces(config.global_namespaces);
+  policy.system_namespaces = config.system_namespaces;
   return policy;
 }
 

@@ -2,14 +2,15 @@
 // its own namespace or in a global one), `globalNamespaces` (a comma-separated string replacing the
 // default global list ["default"]) and `systemNamespaces` (pods there get no defaultNetworks and no
 // network-status). Unlike Multus, system namespaces are checked against the pod's namespace, not its
-// name (Multus issue #1205). Pure: no I/O.
+// name (Multus issue #1205). The keys are read (and type-checked) by parse_meta_config; this module
+// turns the parsed values into the policy. Pure: no I/O.
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "util/json.h"
+#include "cni/netconf.h"
 
 namespace manifold::k8s {
 
@@ -24,10 +25,10 @@ struct NamespacePolicy {
 /// or all-blank value yields the default list ["default"], as in Multus.
 std::vector<std::string> parse_global_namespaces(std::string_view value);
 
-/// Reads `namespaceIsolation` (bool), `globalNamespaces` (string) and `systemNamespaces` (list of
-/// strings; null/absent = ["kube-system"], [] = none) from the meta-plugin config object. Throws
-/// CniError(InvalidConfig) naming the key when a value has the wrong type.
-NamespacePolicy namespace_policy_from_config(const Json& netconf);
+/// The policy of a parsed meta-plugin config: `namespaceIsolation`, `globalNamespaces` split by
+/// parse_global_namespaces (unset = ["default"]) and `systemNamespaces` (unset = ["kube-system"],
+/// [] = none).
+NamespacePolicy namespace_policy_from_config(const cni::MetaConfig& config);
 
 /// With isolation on, throws CniError(InvalidConfig) with Multus's message unless `target_ns` equals
 /// `pod_ns` or is one of the global namespaces. Does nothing with isolation off.

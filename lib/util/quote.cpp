@@ -13,7 +13,7 @@ std::string printable(std::string_view text, std::size_t max) {
   return out;
 }
 
-std::string quoted(std::string_view text, std::size_t max) {
+std::string quote_bytes(std::string_view text, std::size_t max) {
   static const char* hex = "0123456789abcdef";
   std::string out = "\"";
   for (char c : text.substr(0, max)) {
@@ -28,6 +28,11 @@ std::string quoted(std::string_view text, std::size_t max) {
   }
   if (text.size() > max) out += "...";
   return out + "\"";
+}
+
+std::string printable_json(const Json& value, std::size_t max) {
+  if (value.is_string()) return "\"" + printable(value.get_ref<const std::string&>(), max) + "\"";
+  return printable(value.dump(-1, ' ', false, Json::error_handler_t::replace), max);
 }
 
 }  // namespace manifold::util

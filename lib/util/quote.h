@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "util/json.h"
+
 namespace manifold::util {
 
 /// The first `max` bytes of `text` with every byte outside printable ASCII replaced by '?', and
@@ -15,6 +17,10 @@ std::string printable(std::string_view text, std::size_t max = 64);
 
 /// `text` in double quotes for a message: printable ASCII other than '"' and '\\' kept, every other
 /// byte written as \xNN, and only the first `max` bytes shown ("..." inside the quotes when cut).
-std::string quoted(std::string_view text, std::size_t max = 64);
+std::string quote_bytes(std::string_view text, std::size_t max = 64);
+
+/// A JSON value rendered for a message: a string as "\"" + printable(text, max) + "\"", anything
+/// else as printable(its compact JSON text, max) (invalid UTF-8 replaced).
+std::string printable_json(const Json& value, std::size_t max = 64);
 
 }  // namespace manifold::util

@@ -1,8 +1,10 @@
-// Tests of the namespace policy: config parsing, the isolation check with the default and a
-// replaced global list, and the system-namespace test by namespace.
+// Tests of the namespace policy: the policy of a parsed config (the keys' types are checked by
+// parse_meta_config), the isolation check with the default and a replaced global list, and the
+// system-namespace test by namespace.
 #include <catch2/catch.hpp>
 
 #include "cni/error.h"
+#include "cni/netconf.h"
 #include "k8s/isolation.h"
 
 using manifold::Json;
@@ -13,9 +15,16 @@ namespace {
 
 using Strings = std::vector<std::string>;
 
+// The policy of a meta-plugin config holding the keys of `conf` (plus a name and a delegate).
+NamespacePolicy policy_of(Json conf) {
+  conf["name"] = "net";
+  conf["delegates"] = Json::parse(R"([{"type":"bridge"}])");
+  return namespace_policy_from_config(manifold::cni::parse_meta_config(conf));
+}
+
 std::string policy_error(const Json& conf) {
   try {
-    namespace_policy_from_config(conf);
+    policy_of(conf);
   } catch (const CniError& e) {
     CHECK(e.code() == 7u);
     return e.msg();
@@ -31,7 +40,7 @@ TEST_CASE("namespace policy defaults", "[k8s]") {
   CHECK_FALSE(p.isolation);
   CHECK(p.global_namespaces == Strings{"default"});
   CHECK(p.system_namespaces == Strings{"kube-system"});
-  NamespacePolicy from_empty = namespace_policy_from_config(Json::parse(R"({"type":"manifold"})"));
+  NamespacePolicy from_empty = policy_of(Json::parse(R"({"type":"manifold"})"));
   CHECK_FALSE(from_empty.isolation);
   CHECK(from_empty.global_namespaces == Strings{"default"});
   CHECK(from_empty.system_namespaces == Strings{"kube-system"});
@@ -46,24 +55,24 @@ TEST_CASE("globalNamespaces is a trimmed comma-separated list", "[k8s]") {
 }
 
 TEST_CASE("namespace policy from the meta-plugin config", "[k8s]") {
-  NamespacePolicy p = namespace_policy_from_config(Json::parse(
+  NamespacePolicy p = policy_of(Json::parse(
       R"({"namespaceIsolation":true,"globalNamespaces":"shared, infra","systemNamespaces":["kube-system","ops"]})"));
   CHECK(p.isolation);
   CHECK(p.global_namespaces == Strings{"shared", "infra"});
   CHECK(p.system_namespaces == Strings{"kube-system", "ops"});
 
-  CHECK(namespace_policy_from_config(Json::parse(R"({"systemNamespaces":[]})")).system_namespaces.empty());
-  CHECK(namespace_policy_from_config(Json::parse(R"({"systemNamespaces":null})")).system_namespaces ==
+  CHECK(policy_of(Json::parse(R"({"systemNamespaces":[]})")).system_namespaces.empty());
+  CHECK(policy_of(Json::parse(R"({"systemNamespaces":null})")).system_namespaces ==
         Strings{"kube-system"});
 
   CHECK(policy_error(Json::parse(R"({"namespaceIsolation":"true"})")) ==
-        "config key \"namespaceIsolation\" must be a boolean");
+        "invalid config: key \"namespaceIsolation\" must be a boolean");
   CHECK(policy_error(Json::parse(R"({"globalNamespaces":["a"]})")) ==
-        "config key \"globalNamespaces\" must be a comma-separated string");
+        "invalid config: key \"globalNamespaces\" must be a string");
   CHECK(policy_error(Json::parse(R"({"systemNamespaces":"kube-system"})")) ==
-        "config key \"systemNamespaces\" must be a list of strings");
+        "invalid config: key \"systemNamespaces\" must be a list of strings");
   CHECK(policy_error(Json::parse(R"({"systemNamespaces":["a",1]})")) ==
-        "config key \"systemNamespaces\" must be a list of strings");
+        "invalid config: key \"systemNamespaces\" must be a list of strings");
 }
 
 TEST_CASE("isolation off allows any reference", "[k8s]") {

@@ -7,7 +7,9 @@
 #include "util/quote.h"
 
 using manifold::util::printable;
-using manifold::util::quoted;
+using manifold::util::quote_bytes;
+using manifold::Json;
+namespace util = manifold::util;
 
 TEST_CASE("printable replaces unprintable bytes and bounds the length", "[util]") {
   CHECK(printable("eth0") == "eth0");
@@ -17,12 +19,20 @@ TEST_CASE("printable replaces unprintable bytes and bounds the length", "[util]"
   CHECK(printable("abcdef", 3) == "abc...");
 }
 
-TEST_CASE("quoted escapes quotes, backslashes and unprintable bytes as \\xNN", "[util]") {
-  CHECK(quoted("10.0.0.1") == "\"10.0.0.1\"");
-  CHECK(quoted("a\"b\\c") == "\"a\\x22b\\x5cc\"");
-  CHECK(quoted("\n\x7f\xff") == "\"\\x0a\\x7f\\xff\"");
-  CHECK(quoted("") == "\"\"");
-  CHECK(quoted(std::string(64, 'y')) == "\"" + std::string(64, 'y') + "\"");
-  CHECK(quoted(std::string(65, 'y')) == "\"" + std::string(64, 'y') + "...\"");
-  CHECK(quoted("abcd", 2) == "\"ab...\"");
+TEST_CASE("quote_bytes escapes quotes, backslashes and unprintable bytes as \\xNN", "[util]") {
+  CHECK(quote_bytes("10.0.0.1") == "\"10.0.0.1\"");
+  CHECK(quote_bytes("a\"b\\c") == "\"a\\x22b\\x5cc\"");
+  CHECK(quote_bytes("\n\x7f\xff") == "\"\\x0a\\x7f\\xff\"");
+  CHECK(quote_bytes("") == "\"\"");
+  CHECK(quote_bytes(std::string(64, 'y')) == "\"" + std::string(64, 'y') + "\"");
+  CHECK(quote_bytes(std::string(65, 'y')) == "\"" + std::string(64, 'y') + "...\"");
+  CHECK(quote_bytes("abcd", 2) == "\"ab...\"");
+}
+
+TEST_CASE("printable_json quotes strings and renders other values as JSON", "[util]") {
+  CHECK(util::printable_json(Json("root")) == "\"root\"");
+  CHECK(util::printable_json(Json("a\tb")) == "\"a?b\"");
+  CHECK(util::printable_json(Json(70000)) == "70000");
+  CHECK(util::printable_json(Json::parse(R"({"a":[1,true]})")) == "{\"a\":[1,true]}");
+  CHECK(util::printable_json(Json(std::string(100, 'y'))) == "\"" + std::string(64, 'y') + "...\"");
 }
