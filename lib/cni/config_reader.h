@@ -68,7 +68,10 @@ class ConfigReader {
   /// Reads `object` at JSON `path` ("$.mesh"); `name` is its dotted name in thrown texts ("mesh",
   /// "" for a document root). A null `object` reads as empty; any other non-object is reported as
   /// "must be an object" (thrown as "invalid <name>: not an object") and reads as empty.
+  /// The reader keeps a pointer to `object` (and to `report`): both must outlive it.
   ConfigReader(const Json& object, std::string path, std::string name, ProblemReport& report);
+  /// A temporary object would dangle.
+  ConfigReader(Json&& object, std::string path, std::string name, ProblemReport& report) = delete;
 
   /// The object read (an empty object when it was null or not an object).
   const Json& object() const { return *object_; }

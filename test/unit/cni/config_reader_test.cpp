@@ -52,7 +52,8 @@ TEST_CASE("config reader: a throwing report stops at the first problem", "[cni]"
   CHECK(thrown([&] { r.read_int("on", 1, 65535); }) == "invalid sec.on: \"yes\" is not an integer (1-65535)");
   constexpr std::array<std::string_view, 2> known = {"on", "n"};
   CHECK(thrown([&] { r.reject_unknown(known); }) == "invalid sec.bad?key: unknown key");
-  CHECK(thrown([&] { ConfigReader(Json(5), "$.sec", "sec", report); }) == "invalid sec: not an object");
+  const Json five = 5;
+  CHECK(thrown([&] { ConfigReader(five, "$.sec", "sec", report); }) == "invalid sec: not an object");
   CHECK(thrown([&] { r.fail("n", "why", "own text"); }) == "own text");
   report.warning("$.x", "dropped");  // no effect
 }
@@ -77,7 +78,8 @@ TEST_CASE("config reader: a collecting report records every problem", "[cni]") {
   CHECK(out[2].path == "$.sec.x");
   CHECK(out[2].message == "unknown key");
   CHECK(out[3].warning);
-  ConfigReader not_object(Json::array(), "$.arr", "arr", report);
+  const Json array = Json::array();
+  ConfigReader not_object(array, "$.arr", "arr", report);
   CHECK(not_object.object().empty());
   CHECK(out.back().path == "$.arr");
   CHECK(out.back().message == "must be an object");
