@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Proves the static release build (issue 5): builds the Release binary with MANIFOLD_STATIC=ON into
+# Proves the static release build: builds the Release binary with MANIFOLD_STATIC=ON into
 # build/release-static (incremental; unit tests and the Go driver are not built there), then runs
 # test/integration/test_static_rootfs.py against it as root: ldd/ELF check, and VERSION, ADD, CHECK
 # and DEL through Debian's bridge in a chroot holding no shared library.

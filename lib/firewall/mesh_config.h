@@ -2,7 +2,7 @@
 // TCP traffic on that interface is redirected to a service-mesh proxy, and how the rules are
 // applied. The scoping module reads it from its three JSON layers (scoping/mesh_config.h).
 //
-// Keys (reference/mesh-and-routing.md §4.2) and defaults when no layer sets them:
+// Keys and defaults when no layer sets them:
 //   enabled                  false   the mesh is off unless some layer says `true`
 //   inboundPort              4143    REDIRECT target for TCP arriving on the interface (1-65535)
 //   outboundPort             4140    REDIRECT target for TCP leaving via the interface (1-65535)

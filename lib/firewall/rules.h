@@ -1,4 +1,4 @@
-// Pure builders for the network-scoped mesh redirect rules (reference/mesh-and-routing.md §4.4).
+// Pure builders for the network-scoped mesh redirect rules.
 // For one interface, MeshConfig and address family they produce the two nat chains
 // `CNIMESH-IN-<ifname>` / `CNIMESH-OUT-<ifname>` — RETURN rules for the proxy UID/GID, the ignored
 // ports (multiport, ≤ 15 port references per rule) and the ignored subnets, then REDIRECT — and the

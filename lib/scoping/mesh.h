@@ -66,7 +66,7 @@ MeshState apply_mesh(firewall::IptablesRunner& runner, const std::string& ifname
 /// DEL: removes our chains and jumps for every family of `state` (see the file comment).
 /// Idempotent. Throws CniError(Firewall) when a removal fails twice, or when the recorded backend
 /// cannot be read — including a namespace that no longer exists: the caller skips remove_mesh when
-/// the netns is gone, since the rules died with it (reference/mesh-and-routing.md §4.5 step 1).
+/// the netns is gone, since the rules died with it.
 void remove_mesh(firewall::IptablesRunner& runner, const MeshState& state);
 
 /// CHECK: every difference between the installed rules and what `cfg` generates, prefixed with the

@@ -1,4 +1,4 @@
-// The cache (design §7): what DEL, CHECK and GC need to undo or verify an ADD without the API
+// The cache: what DEL, CHECK and GC need to undo or verify an ADD without the API
 // server — the exact bytes of every delegate config and result, interface names and the
 // network-scoping state. One entry per runtime call that attached something, keyed like libcni keys
 // its own results: container ID, network name (the meta config's "name") and CNI_IFNAME, so a

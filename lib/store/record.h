@@ -1,4 +1,4 @@
-// The cache's records and what identifies them (design §7): one entry per runtime call that
+// The cache's records and what identifies them: one entry per runtime call that
 // attached something — container ID, network name and CNI_IFNAME, as libcni keys its own results —
 // holding the exact bytes of every delegate config and result, the interface names, and per
 // attachment the typed state DEL, CHECK and GC need (CNI_ARGS, device-info file, scoping state,

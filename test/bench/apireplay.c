@@ -1,4 +1,4 @@
-/* apireplay: the benchmark's fresh-process Kubernetes API floor (issue 7). A minimal HTTPS/1.1
+/* apireplay: the benchmark's fresh-process Kubernetes API floor. A minimal HTTPS/1.1
  * client on OpenSSL 3, written the way any CNI plugin would have to talk to the API server: a TLS
  * client context trusting only the given CA file (never the system store), TLS 1.2 or later,
  * verification of the server certificate and of the host name or IP address (SNI for names), an

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""manifold's benchmark: what manifold costs on top of the delegates it runs (issue 7).
+"""manifold's benchmark: what manifold costs on top of the delegates it runs.
 
     sudo python3 test/bench/bench.py [--quick] [--runs N] [--warmup N] [--json FILE]
                                      [--manifold BIN] [--driver BIN] [--only NAME,...]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Instruction counts of manifold's verbs under callgrind (issue 7's profiling, repeatable on a
+"""Instruction counts of manifold's verbs under callgrind (the benchmark's profiling, repeatable on a
 loaded machine where wall times are not).
 
     sudo python3 test/bench/profile.py --manifold BIN [--only version,bridge,k8s-1,k8s-16]

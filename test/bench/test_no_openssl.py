@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Verbs that do not talk to Kubernetes never touch OpenSSL (issue 7).
+"""Verbs that do not talk to Kubernetes never touch OpenSSL.
 
 Creating an SSL_CTX costs about 2 ms and loading a trust store about 28 ms on a node, so TLS state
 is built only when an API request is actually sent. This test runs manifold (MANIFOLD_BIN, a build

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Tiny TCP listener and client standing in for a service-mesh proxy, an app and remote servers in
-manifold's scoping tests (reference/mesh-and-routing.md §4.8). Standard library only.
+manifold's scoping tests. Standard library only.
 
     scoping_listener.py serve LABEL HOST PORT
         Binds HOST:PORT (IPv6 when HOST contains ':', IPV6_V6ONLY set), prints "ready" on stdout,

@@ -1,6 +1,6 @@
-"""The world of manifold's network-scoping integration tests: the reference experiment of
-reference/mesh-and-routing.md §4.8 rebuilt with real namespaces, Debian's plugins and the libcni
-driver. Not a test file itself (the test_scoping_*.py files use it).
+"""The world of manifold's network-scoping integration tests: the reference scoping experiment
+(a mesh proxy serving one network of a two-network pod) rebuilt with real namespaces, Debian's
+plugins and the libcni driver. Not a test file itself (the test_scoping_*.py files use it).
 
     pod     eth0  bridge + host-local, 192.0.2.0/24 and 2001:db8:2::/64, default routes via the node
             net1  macvlan on the node's veth mfmac0, static 198.51.100.10/24 (gw .1) and

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Faults of the node's iptables during a scoped ADD (issue 6), driven through the libcni driver with
+"""Faults of the node's iptables during a scoped ADD, driven through the libcni driver with
 Debian's plugins: the restore binary is missing, or ip6tables-restore fails after the IPv4 rules
 went in. Each ADD must fail with error 106 naming the binary and leave nothing behind: no CNIMESH
 line in any nat table, no rule at our priority, no route in our tables, no link, no IPAM

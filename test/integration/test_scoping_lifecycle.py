@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Network scoping through its whole lifecycle, driven through the libcni driver with Debian's
-plugins, for iptablesMode nft and legacy (reference/mesh-and-routing.md §4.5, §4.8):
+plugins, for iptablesMode nft and legacy:
 
 - ADD puts our jumps first, ahead of a mesh's own PROXY_INIT_* / ISTIO_* rules loaded before;
   DEL, DEL leaves no CNIMESH line, no rule at our priority and empty tables, and leaves the mesh's

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The reference experiment of reference/mesh-and-routing.md §4.8 as automated tests: rows T1-T7
-and T11, driven through the libcni driver with Debian's bridge, macvlan, host-local and static
+"""The reference scoping experiment (a mesh proxy serving one network of a two-network pod) as
+automated tests: rows T1-T7 and T11, driven through the libcni driver with Debian's bridge, macvlan, host-local and static
 plugins, for iptablesMode nft and legacy, IPv4 and (where the kernel has it) IPv6. net1 carries
 the mesh redirect and source routing in its network config; eth0 carries neither.
 

@@ -52,7 +52,7 @@ DELEGATE_SONAMES = {"libc.so.6", "ld-linux-x86-64.so.2"}
 # Shared objects of the libraries manifold is built with: none may be in the rootfs.
 BUILD_LIBRARY_PREFIXES = ("libnl", "libssl", "libcrypto", "libyaml-cpp", "libstdc++", "libgcc_s",
                           "libm.", "libpthread", "libdl", "libnss_")
-# The size budget of the static binary (issue 7; the README's Performance section).
+# The size budget of the static binary (the README's Performance section).
 MAX_BINARY_BYTES = 8 * 1000 * 1000
 # A string each library manifold links brings into the stripped binary's read-only data.
 LIBRARY_MARKERS = {

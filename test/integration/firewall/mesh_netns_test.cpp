@@ -3,7 +3,7 @@
 // Linkerd-style PROXY_INIT_* rules, the generated text round-trips byte-identically (CHECK passes),
 // ADD twice gives an identical table, ADD/DEL/DEL leaves no CNIMESH line and execs nothing the
 // second time, foreign chains and another attachment's chains are untouched, and CHECK fails after
-// deleting any single rule (reference/mesh-and-routing.md §4.8).
+// deleting any single rule.
 #include <catch2/catch.hpp>
 
 #include "cni/error.h"

@@ -1,4 +1,4 @@
-// Tests for how the CNI verbs of plugin/commands survive faults (issue 6): corrupt cache records
+// Tests for how the CNI verbs (plugin/cni/verbs over lib/engine) survive faults: corrupt cache records
 // (a cniArgs that is not a string, a cached config that is not JSON), an unreadable entry met by
 // ADD, a cache that cannot be written or removed while ADD rolls back or DEL finishes, and GC
 // (no CNI_NETNS for collected containers; an entry leaves the cache only when its DEL succeeded).

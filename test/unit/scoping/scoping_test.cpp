@@ -1,6 +1,6 @@
-// Unit tests for plugin/scoping (the façade the verbs call) with FakeNetOps and FakeIptablesRunner:
+// Unit tests for scoping/scoping (the façade the engine calls) with FakeNetOps and FakeIptablesRunner:
 // stripping the scoping keys from confs and conflists, layered planning and every validation error
-// of issue 4 (bad port, interface names, wrong-family CIDR, non-numeric UID), the golden mesh
+// (bad port, interface names, wrong-family CIDR, non-numeric UID), the golden mesh
 // payload, apply/re-apply/remove/check of source routing + mesh together, rollback of source
 // routing when the mesh fails, DEL without the applied state (prevResult IPs), the default-route
 // step and the network-status fields.
