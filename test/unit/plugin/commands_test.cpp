@@ -1,9 +1,10 @@
 // Tests for the CNI verbs (plugin/cni/verbs over lib/engine): ADD, DEL, CHECK, GC and STATUS
 // driven through cni::dispatch with every side effect faked (test/unit/plugin/fakes.h): delegate
 // execution order, interface names, the exact config each delegate gets (name/cniVersion
-// injection, runtimeConfig by// capability, prevResult threading and splicing), result version conversion and merging, the cache
-// contents, rollback of a partial ADD, best-effort DEL without a cache, CHECK against the fake
-// namespace, GC with valid attachments, STATUS readiness, and the Kubernetes request sequence.
+// injection, runtimeConfig by capability, prevResult threading and splicing), result version
+// conversion and merging, the cache contents, rollback of a partial ADD, best-effort DEL without a
+// cache, CHECK against the fake namespace, GC with valid attachments, STATUS readiness, and the
+// Kubernetes request sequence.
 #include "plugin/cni/verbs.h"
 
 #include <catch2/catch.hpp>
