@@ -7,6 +7,7 @@
 #include "cni/error.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/ifname.h"
 
 namespace manifold::cni {
 
@@ -79,7 +80,7 @@ Invocation build_invocation(const std::map<std::string, std::string>& env, std::
   if (!inv.container_id.empty() && !valid_container_id(inv.container_id))
     throw CniError(ErrorCode::InvalidEnv,
                    "invalid CNI_CONTAINERID: must be alphanumeric with '_', '.', '-' and at most 1024 characters");
-  if (!inv.ifname.empty() && !valid_ifname(inv.ifname))
+  if (!inv.ifname.empty() && !util::is_valid_ifname(inv.ifname))
     throw CniError(ErrorCode::InvalidEnv, "invalid CNI_IFNAME \"" + inv.ifname.substr(0, 32) +
                                               "\": must be 1-15 characters of [A-Za-z0-9_.-]");
   if (inv.netns.size() > 4096 || inv.path.size() > 64 * 1024)
@@ -131,16 +132,6 @@ bool parse_command(std::string_view text, Command& out) {
   else if (text == "STATUS") out = Command::Status;
   else if (text == "VERSION") out = Command::Version;
   else return false;
-  return true;
-}
-
-bool valid_ifname(std::string_view name) {
-  if (name.empty() || name.size() > 15 || name == "." || name == "..") return false;
-  for (char c : name) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '.' || c == '-';
-    if (!ok) return false;
-  }
   return true;
 }
 

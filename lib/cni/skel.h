@@ -64,9 +64,6 @@ DispatchOutput dispatch(const std::map<std::string, std::string>& env, std::stri
 /// Parses a CNI_COMMAND value; false if unknown.
 bool parse_command(std::string_view text, Command& out);
 
-/// True if `name` is a valid interface name: 1–15 chars of [A-Za-z0-9_.-], not "." or "..".
-bool valid_ifname(std::string_view name);
-
 /// True if `id` is a valid container ID: [A-Za-z0-9][A-Za-z0-9_.-]*, at most 1024 chars.
 bool valid_container_id(std::string_view id);
 

@@ -6,6 +6,7 @@
 
 #include "cni/conf_files.h"
 #include "cni/error.h"
+#include "util/ifname.h"
 
 namespace manifold::engine {
 
@@ -93,7 +94,7 @@ void assign_interface_names(std::vector<Attachment>& attachments, const std::str
   for (size_t i = 0; i < attachments.size(); ++i) {
     Attachment& a = attachments[i];
     if (a.ifname.empty()) a.ifname = a.cluster_network ? cluster_ifname : secondary_ifname(cluster_ifname, i);
-    if (!cni::valid_ifname(a.ifname))
+    if (!util::is_valid_ifname(a.ifname))
       cni::throw_invalid_config("invalid interface name \"" + a.ifname.substr(0, 32) + "\" for network \"" +
                                 a.name + "\": must be 1-15 characters of [A-Za-z0-9_.-]");
     if (!seen.insert(a.ifname).second)

@@ -7,6 +7,7 @@
 
 #include "cni/error.h"
 #include "util/quote.h"
+#include "util/ifname.h"
 
 namespace manifold::firewall {
 
@@ -25,16 +26,8 @@ const std::vector<util::IpPrefix>& MeshConfig::outbound_subnets(Family family) c
 }
 
 
-bool valid_ifname(std::string_view ifname) {
-  if (ifname.empty() || ifname.size() > 15 || ifname == "." || ifname == "..") return false;
-  return std::all_of(ifname.begin(), ifname.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-           c == '-';
-  });
-}
-
 void validate_ifname(std::string_view ifname) {
-  if (!valid_ifname(ifname))
+  if (!util::is_valid_ifname(ifname))
     cni::throw_invalid_config("invalid interface name \"" + util::printable(ifname) +
                               "\" for mesh rules: must be 1-15 characters of [A-Za-z0-9_.-]");
 }

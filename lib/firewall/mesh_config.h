@@ -87,10 +87,7 @@ struct MeshConfig {
   const std::vector<util::IpPrefix>& outbound_subnets(Family family) const;
 };
 
-/// True if `ifname` is 1-15 characters of [A-Za-z0-9_.-] and not "." or "..".
-bool valid_ifname(std::string_view ifname);
-
-/// Throws CniError(InvalidConfig) unless valid_ifname(ifname); the message names the interface.
+/// Throws CniError(InvalidConfig) unless util::is_valid_ifname(ifname); the message names the interface.
 void validate_ifname(std::string_view ifname);
 
 /// The families to install rules for, given which address families the attachment has: IPv4

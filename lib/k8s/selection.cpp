@@ -9,6 +9,7 @@
 
 #include "cni/error.h"
 #include "k8s/selection_syntax.h"
+#include "util/ifname.h"
 
 namespace manifold::k8s {
 namespace {
@@ -95,7 +96,7 @@ void finish(std::vector<SelectionElement>& elements, const std::string& default_
     if (e.name.size() > kMaxNameLength) {
       fail(std::string(kAnnotationPrefix) + "network name '" + shown(e.name) + "' is longer than 253 characters");
     }
-    if (!e.interface.empty() && !is_valid_interface_name(e.interface)) {
+    if (!e.interface.empty() && !util::is_valid_ifname(e.interface)) {
       fail(std::string(kAnnotationPrefix) + "invalid interface name '" + shown(e.interface) + "' for network " +
            e.namespace_ + "/" + e.name + ": must be 1-15 characters of [A-Za-z0-9_.-]");
     }

@@ -80,10 +80,6 @@ Json runtime_config_for(const SelectionElement& element);
 /// joined by ';' (e.g. "IP=10.1.1.5/24;MAC=0a:58:0a:01:01:05"); empty when neither was requested.
 std::string cni_args_for(const SelectionElement& element);
 
-/// True if `name` is acceptable as a Linux interface name for manifold: 1–15 characters of
-/// `[A-Za-z0-9_.-]`, and not "." or "..".
-bool is_valid_interface_name(std::string_view name);
-
 /// True if `text` parses as an IP address the way Go's net.ParseIP accepts it (IPv4 dotted quad
 /// without leading zeros, or IPv6).
 bool is_valid_ip(std::string_view text);

@@ -118,14 +118,6 @@ namespace manifold::k8s {
 using selection_syntax::hex_value;
 using selection_syntax::ip_family;
 
-bool is_valid_interface_name(std::string_view name) {
-  if (name.empty() || name.size() > 15 || name == "." || name == "..") return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-           c == '-';
-  });
-}
-
 bool is_valid_ip(std::string_view text) { return ip_family(text) != 0; }
 
 bool is_valid_cidr(std::string_view text) {

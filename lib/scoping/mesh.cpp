@@ -8,6 +8,7 @@
 #include "firewall/rules.h"
 #include "firewall/save_text.h"
 #include "util/log.h"
+#include "util/ifname.h"
 
 namespace manifold::scoping {
 
@@ -82,7 +83,7 @@ MeshState MeshState::from_json(const Json& j) {
   if (!j.is_object()) bad_state("(top level)", "is not an object");
   MeshState s;
   auto ifname = j.find("ifname");
-  if (ifname == j.end() || !ifname->is_string() || !valid_ifname(ifname->get_ref<const std::string&>()))
+  if (ifname == j.end() || !ifname->is_string() || !util::is_valid_ifname(ifname->get_ref<const std::string&>()))
     bad_state("ifname", "is missing or not a valid interface name");
   s.ifname = ifname->get<std::string>();
 

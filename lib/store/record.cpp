@@ -8,6 +8,7 @@
 
 #include "cni/error.h"
 #include "store/record_text.h"
+#include "util/ifname.h"
 
 namespace manifold::store {
 
@@ -162,9 +163,7 @@ void validate_entry_key(const EntryKey& key) {
       throw cni::CniError(cni::ErrorCode::InvalidConfig, "a cache entry needs the network's name");
     return;
   }
-  bool ifname_ok = !key.ifname.empty() && key.ifname.size() <= 15 && key.ifname != "." && key.ifname != "..";
-  for (char c : key.ifname) ifname_ok = ifname_ok && (is_id_char(c, true) || c == '_' || c == '.' || c == '-');
-  if (!ifname_ok)
+  if (!util::is_valid_ifname(key.ifname))
     throw cni::CniError(cni::ErrorCode::InvalidEnv, "invalid interface name " +
                                                         Json(key.ifname.substr(0, 32)).dump(-1, ' ', false, Json::error_handler_t::replace) +
                                                         " for a cache entry");

@@ -15,6 +15,7 @@
 #include "k8s/selection.h"
 #include "fuzz_common.h"
 #include "util/utf8.h"
+#include "util/ifname.h"
 
 using namespace manifold;
 
@@ -25,7 +26,7 @@ const bool kQuiet = fuzz::quiet_logging();
 void check_element(const k8s::SelectionElement& e) {
   if (!k8s::is_dns1123_label(e.namespace_) || !k8s::is_dns1123_subdomain(e.name))
     fuzz::fuzz_bug("accepted an invalid network reference: " + e.namespace_ + "/" + e.name);
-  if (!e.interface.empty() && !k8s::is_valid_interface_name(e.interface))
+  if (!e.interface.empty() && !util::is_valid_ifname(e.interface))
     fuzz::fuzz_bug("accepted an invalid interface name: " + e.interface);
   (void)k8s::runtime_config_for(e).dump();
 

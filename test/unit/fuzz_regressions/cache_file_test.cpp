@@ -128,7 +128,12 @@ TEST_CASE("fuzz: FileCache built with only a directory stores, loads and locks",
   record.network = "net";
   record.ifname = "eth0";
   record.netns = "/var/run/netns/x";
-  record.attachments.push_back({"cbr0", "eth0", R"({"type":"bridge"})", "", true, Json::object()});
+  store::AttachmentRecord cluster;
+  cluster.name = "cbr0";
+  cluster.ifname = "eth0";
+  cluster.config = R"({"type":"bridge"})";
+  cluster.cluster_network = true;
+  record.attachments.push_back(cluster);
   {
     auto guard = cache.lock(record.container_id);
     cache.save(record);

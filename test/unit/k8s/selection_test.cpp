@@ -428,20 +428,6 @@ TEST_CASE("IP and CIDR validation follows Go", "[k8s]") {
   CHECK_FALSE(is_valid_cidr("10.1.1.1"));
 }
 
-TEST_CASE("interface names: 1-15 letters, digits, underscores, dots or dashes", "[k8s]") {
-  CHECK(is_valid_interface_name("eth0"));
-  CHECK(is_valid_interface_name("net1.100"));
-  CHECK(is_valid_interface_name("A_b-c.D"));
-  CHECK(is_valid_interface_name("abcdefghijklmno"));
-  CHECK_FALSE(is_valid_interface_name("abcdefghijklmnop"));
-  CHECK_FALSE(is_valid_interface_name(""));
-  CHECK_FALSE(is_valid_interface_name("."));
-  CHECK_FALSE(is_valid_interface_name(".."));
-  CHECK_FALSE(is_valid_interface_name("eth0:1"));
-  CHECK_FALSE(is_valid_interface_name("eth/0"));
-  CHECK_FALSE(is_valid_interface_name("eth\n0"));
-}
-
 TEST_CASE("error messages stay valid UTF-8 for hostile input", "[k8s]") {
   std::string bad_json = parse_error("[\xc3]");
   CHECK_NOTHROW(Json(bad_json).dump());

@@ -192,19 +192,6 @@ TEST_CASE("firewall: mesh config: hostile sizes and bytes are bounded", "[firewa
 }
 
 TEST_CASE("firewall: interface names for chain names", "[firewall]") {
-  CHECK(valid_ifname("net1"));
-  CHECK(valid_ifname("eth0.100"));
-  CHECK(valid_ifname("a_b-c"));
-  CHECK(valid_ifname("abcdefghijklmno"));   // 15 characters
-  CHECK_FALSE(valid_ifname("abcdefghijklmnop"));  // 16 characters
-  CHECK_FALSE(valid_ifname(""));
-  CHECK_FALSE(valid_ifname("net 1"));
-  CHECK_FALSE(valid_ifname("eth0 -d 10.0.0.50"));  // istio#58781: match injection
-  CHECK_FALSE(valid_ifname("net1+"));
-  CHECK_FALSE(valid_ifname("net/1"));
-  CHECK_FALSE(valid_ifname("."));
-  CHECK_FALSE(valid_ifname(".."));
-  CHECK_FALSE(valid_ifname(std::string_view("ne\0t", 4)));
   try {
     validate_ifname("net 1");
     FAIL("accepted");
