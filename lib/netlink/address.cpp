@@ -25,8 +25,9 @@ std::vector<AddressInfo> list_addresses(NlSocket& sock, int ifindex) {
     if (!is_ip_family(family) || (ifindex != 0 && index != ifindex)) continue;
     nl_addr* local = rtnl_addr_get_local(addr);
     if (local == nullptr) continue;
-    const std::optional<util::IpPrefix> prefix = detail::prefix_from_bytes(family, nl_addr_get_binary_addr(local), nl_addr_get_len(local),
-                          static_cast<int>(rtnl_addr_get_prefixlen(addr)));
+    const std::optional<util::IpPrefix> prefix =
+        detail::prefix_from_bytes(family, nl_addr_get_binary_addr(local), nl_addr_get_len(local),
+                                  static_cast<int>(rtnl_addr_get_prefixlen(addr)));
     if (!prefix || nl_addr_get_len(local) == 0) {
       util::log_debug("netlink: skipping malformed ", family_name(family), " address on ifindex ",
                       index);

@@ -1,6 +1,7 @@
 // Internal helpers shared by route.cpp, rule.cpp and address.cpp: converting between util::IpPrefix
-// values and libnl's nl_addr objects, and reading the fields of the canonical JSON forms strictly (so a corrupt or
-// hostile cache file is rejected with a clear CniError(Decoding) instead of reaching the kernel).
+// values and libnl's nl_addr objects, and reading the fields of the canonical JSON forms strictly
+// (so a corrupt or hostile cache file is rejected with a clear CniError(Decoding) instead of
+// reaching the kernel).
 // Not for use outside lib/netlink.
 #pragma once
 

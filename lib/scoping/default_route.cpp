@@ -49,7 +49,8 @@ std::vector<DefaultRouteRequest> plan_default_routes(const DefaultRouteSelection
   for (const auto& [ifname, gateways] : selections) {
     if (gateways.empty()) continue;
     if (!is_valid_ifname(ifname))
-      cni::throw_invalid_config("invalid default-route: interface name \"" + util::printable(ifname) +
+      cni::throw_invalid_config("invalid default-route: interface name \"" +
+                                util::printable(ifname) +
                                 "\" must be 1-15 characters of [A-Za-z0-9_.-]");
     std::map<int, bool> in_element;
     for (const std::string& text : gateways) {

@@ -1,4 +1,4 @@
-// Unit tests for lib/netlink/source_routing against FakeNetOps: the layered config and every
+// Unit tests for lib/scoping/source_routing against FakeNetOps: the layered config and every
 // validation error, golden routing plans for the reference topology (IPv4 and IPv6), table
 // picking, gateway precedence, apply (main untouched, self-rollback), re-apply idempotency,
 // remove with and without a state, CHECK failures, and the state codec.
@@ -26,7 +26,7 @@ using manifold::test::text;
 
 namespace {
 
-// The reference pod (mesh-and-routing.md §4.8): eth0 10.244.1.5/24 with the default route, net1
+// The reference pod: eth0 10.244.1.5/24 with the default route, net1
 // 192.168.10.5/24 with an IPAM route to 192.168.20.0/24 via 192.168.10.1.
 struct Pod {
   std::shared_ptr<FakeNetnsState> state = FakeNetnsState::with_defaults();
