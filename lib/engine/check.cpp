@@ -1,7 +1,9 @@
 // Implementation of CHECK: interfaces and addresses, the delegates' CHECK, the scoping state.
 #include "engine/check.h"
 
-#include <set>
+#include <algorithm>
+#include <optional>
+#include <vector>
 
 #include "cni/error.h"
 #include "engine/cached.h"
@@ -16,14 +18,11 @@ namespace {
 using cni::CniError;
 using cni::ErrorCode;
 
-// True when `present` (CIDRs on the interface) holds `address`, compared canonically.
-bool holds(const std::set<std::string>& present, const std::string& address) {
-  auto want = util::parse_cidr(address);
-  for (const auto& p : present) {
-    auto have = util::parse_cidr(p);
-    if (have && want && have->str() == want->str()) return true;
-  }
-  return false;
+// True when `present` (the addresses on the interface) holds `address`.
+bool holds(const std::vector<netlink::AddressInfo>& present, const std::string& address) {
+  const std::optional<util::IpPrefix> want = util::parse_cidr(address);
+  return want && std::any_of(present.begin(), present.end(),
+                             [&](const netlink::AddressInfo& a) { return a.cidr == *want; });
 }
 
 }  // namespace
@@ -40,8 +39,7 @@ void check_interface(netlink::NetOps& ops, const store::AttachmentRecord& a) {
     throw CniError(ErrorCode::Decoding, "the cached result of network \"" + a.name + "\" (" + a.ifname +
                                             ") cannot be decoded: " + e.msg());
   }
-  std::set<std::string> present;
-  for (const auto& addr : ops.list_addresses(link->index)) present.insert(addr.cidr);
+  const std::vector<netlink::AddressInfo> present = ops.list_addresses(link->index);
   for (const auto& ip : r.ips) {
     if (!ip.interface || *ip.interface >= static_cast<int>(r.interfaces.size())) continue;
     const auto& itf = r.interfaces[*ip.interface];

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "util/ip.h"
+
 namespace manifold::netlink {
 
 class NlSocket;
@@ -14,8 +16,7 @@ class NlSocket;
 struct AddressInfo {
   int family = 0;   ///< AF_INET or AF_INET6
   int ifindex = 0;  ///< interface it is configured on
-  std::string
-      cidr;  ///< local address with prefix length, canonical: "192.0.2.5/24", "2001:db8::5/64"
+  util::IpPrefix cidr;  ///< local address with prefix length: 192.0.2.5/24, 2001:db8::5/64
 
   /// Field-wise equality.
   friend bool operator==(const AddressInfo&, const AddressInfo&) = default;

@@ -9,7 +9,7 @@
 #include <cerrno>
 
 #include "cni/error.h"
-#include "netlink/ip_prefix.h"
+#include "netlink/family.h"
 
 namespace manifold::netlink {
 namespace {
@@ -19,10 +19,6 @@ using cni::ErrorCode;
 
 // Metric the kernel gives the connected route of an IPv6 address (IP6_RT_PRIO_ADDRCONF).
 constexpr int kIpv6AddrconfMetric = 256;
-
-bool is_ipv6_link_local(const IpPrefix& ip) {
-  return ip.family == AF_INET6 && ip.bytes[0] == 0xfe && (ip.bytes[1] & 0xc0) == 0x80;
-}
 
 RuleSpec make_rule(int family, int priority, int table) {
   RuleSpec rule;
@@ -68,19 +64,20 @@ void FakeNetnsState::add_address(int ifindex, const std::string& cidr) {
                                        [&](const LinkInfo& l) { return l.index == ifindex; });
   if (!link_exists)
     throw CniError(ErrorCode::InvalidConfig, "fake netns: no link #" + std::to_string(ifindex));
-  const std::optional<IpPrefix> prefix = parse_cidr(cidr);
+  const std::optional<util::IpPrefix> prefix = util::parse_ip_or_cidr(cidr);
   if (!prefix) throw CniError(ErrorCode::InvalidConfig, "fake netns: invalid address " + cidr);
-  addresses.push_back(AddressInfo{prefix->family, ifindex, prefix->to_string()});
+  const int family = family_of(prefix->address);
+  addresses.push_back(AddressInfo{family, ifindex, *prefix});
 
   RouteSpec connected;
-  connected.family = prefix->family;
-  connected.dst = prefix->masked().to_string();
+  connected.family = family;
+  connected.dst = prefix->masked();
   connected.ifindex = ifindex;
   connected.protocol = kProtoKernel;
-  if (prefix->family == AF_INET) {
-    if (prefix->length == 32) return;  // the kernel adds no prefix route for a /32
+  if (family == AF_INET) {
+    if (prefix->prefix_len == 32) return;  // the kernel adds no prefix route for a /32
     connected.scope = kScopeLink;
-    connected.prefsrc = prefix->address();
+    connected.prefsrc = prefix->address;
   } else {
     connected.scope = kScopeUniverse;
     connected.priority = kIpv6AddrconfMetric;
@@ -169,7 +166,7 @@ AddOutcome FakeNetOps::do_add_route(const RouteSpec& route) {
   const std::string object = to_string(route);
   maybe_fail(FakeOp::AddRoute, "add route", object);
   RouteSpec added = route;
-  const std::optional<IpPrefix> gw = route.gw.empty() ? std::nullopt : parse_ip(route.gw);
+  const std::optional<util::IpAddress>& gw = route.gw;
   // The kernel's answer when a gateway is not reachable: ENETUNREACH (IPv4), EHOSTUNREACH (IPv6).
   const int unreachable = route.family == AF_INET ? ENETUNREACH : EHOSTUNREACH;
 
@@ -178,12 +175,10 @@ AddOutcome FakeNetOps::do_add_route(const RouteSpec& route) {
     const LinkInfo* link = link_by_index(ifindex);
     if (link == nullptr || !link->up) return false;
     for (const AddressInfo& a : state_->addresses) {
-      const std::optional<IpPrefix> p = parse_cidr(a.cidr);
-      if (a.ifindex == ifindex && p && p->contains(*gw)) return true;
+      if (a.ifindex == ifindex && a.cidr.contains(*gw)) return true;
     }
     for (const RouteSpec& r : state_->routes) {
-      const std::optional<IpPrefix> p = parse_cidr(r.dst);
-      if (r.ifindex == ifindex && r.gw.empty() && r.table == kMainTable && p && p->contains(*gw))
+      if (r.ifindex == ifindex && !r.gw && r.table == kMainTable && r.dst && r.dst->contains(*gw))
         return true;
     }
     return false;
@@ -192,7 +187,7 @@ AddOutcome FakeNetOps::do_add_route(const RouteSpec& route) {
   if (added.ifindex == 0) {
     // The kernel resolves the interface through the gateway's connected subnet; an IPv6
     // link-local gateway cannot be resolved ("Egress device not specified").
-    if (is_ipv6_link_local(*gw)) fail("add route", object, -NLE_INVAL, EINVAL);
+    if (gw->is_ipv6_link_local()) fail("add route", object, -NLE_INVAL, EINVAL);
     for (const LinkInfo& link : state_->links) {
       if (on_link(link.index)) {
         added.ifindex = link.index;
@@ -204,7 +199,7 @@ AddOutcome FakeNetOps::do_add_route(const RouteSpec& route) {
   const LinkInfo* link = link_by_index(added.ifindex);
   if (link == nullptr) fail("add route", object, -NLE_NODEV, ENODEV);
   // IPv4 validates the gateway first, IPv6 the device state first.
-  const bool gw_ok = !gw || is_ipv6_link_local(*gw) || on_link(added.ifindex);
+  const bool gw_ok = !gw || gw->is_ipv6_link_local() || on_link(added.ifindex);
   if (route.family == AF_INET && !gw_ok) fail("add route", object, -NLE_FAILURE, unreachable);
   if (!link->up) fail("add route", object, -NLE_FAILURE, ENETDOWN);
   if (!gw_ok) fail("add route", object, -NLE_FAILURE, unreachable);

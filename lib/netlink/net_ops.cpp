@@ -8,7 +8,7 @@
 #include <climits>
 
 #include "cni/error.h"
-#include "netlink/ip_prefix.h"
+#include "netlink/family.h"
 #include "util/log.h"
 
 namespace manifold::netlink {
@@ -53,7 +53,7 @@ std::vector<RouteSpec> NetOps::list_routes(int family, int table) {
 
 AddOutcome NetOps::add_route(const RouteSpec& route) {
   const RouteSpec r = normalize_route(route);
-  if (r.gw.empty() && r.ifindex == 0) {
+  if (!r.gw && r.ifindex == 0) {
     throw CniError(ErrorCode::InvalidConfig,
                    "invalid route (" + to_string(r) + "): a route needs a gateway or an interface");
   }
@@ -106,7 +106,7 @@ std::vector<RouteSpec> NetOps::delete_default_routes(int family, int except_ifin
     throw CniError(ErrorCode::InvalidConfig, "delete default routes: negative ifindex");
   std::vector<RouteSpec> deleted;
   for (const RouteSpec& route : list_routes(family, kMainTable)) {
-    if (!route.dst.empty()) continue;
+    if (route.dst) continue;
     if (except_ifindex != 0 && route.ifindex == except_ifindex) continue;
     // The listed route is an exact pattern: only this very route can match it.
     if (delete_route(route) == DeleteOutcome::Deleted) deleted.push_back(route);
@@ -114,7 +114,8 @@ std::vector<RouteSpec> NetOps::delete_default_routes(int family, int except_ifin
   return deleted;
 }
 
-AddOutcome NetOps::add_default_route(int family, const std::string& gw, int ifindex, int table) {
+AddOutcome NetOps::add_default_route(int family, const std::optional<util::IpAddress>& gw,
+                                     int ifindex, int table) {
   check_family("add default route", family, false);
   RouteSpec route;
   route.family = family;

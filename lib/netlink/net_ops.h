@@ -69,9 +69,9 @@ class NetOps {
   /// Deletes every main-table default route of `family` whose interface is not `except_ifindex`
   /// (0: delete all) and returns the routes deleted, as listed, so a caller can restore them.
   std::vector<RouteSpec> delete_default_routes(int family, int except_ifindex);
-  /// Adds "default via `gw` dev `ifindex`" (gw "" = directly connected) to `table`.
-  [[nodiscard]] AddOutcome add_default_route(int family, const std::string& gw, int ifindex,
-                                             int table = kMainTable);
+  /// Adds "default via `gw` dev `ifindex`" (gw nullopt = directly connected) to `table`.
+  [[nodiscard]] AddOutcome add_default_route(int family, const std::optional<util::IpAddress>& gw,
+                                             int ifindex, int table = kMainTable);
 
  protected:
   /// Lists links (unordered is fine).

@@ -9,6 +9,7 @@
 
 #include "cni/error.h"
 #include "netlink/convert.h"
+#include "netlink/family.h"
 #include "netlink/nl_socket.h"
 #include "util/log.h"
 
@@ -22,19 +23,15 @@ using cni::ErrorCode;
   throw CniError(ErrorCode::InvalidConfig, "invalid route (" + to_string(route) + "): " + why);
 }
 
-// Parses an address field that must hold a bare IP of `family` (or derive it when family is 0).
-std::string canonical_address(const RouteSpec& route, const std::string& text, const char* field,
-                              int& family) {
-  if (text.empty()) return {};
-  const std::optional<IpPrefix> ip = parse_ip(text);
-  if (!ip)
-    invalid(route, std::string(field) + " \"" + text.substr(0, 64) + "\" is not an IP address");
-  if (family == 0) family = ip->family;
-  if (ip->family != family) {
-    invalid(route, std::string(field) + " " + ip->address() + " is not an " + family_name(family) +
+// Checks that an address field holds an address of `family` (or derives it when family is 0).
+void check_address_family(const RouteSpec& route, const std::optional<util::IpAddress>& ip,
+                          const char* field, int& family) {
+  if (!ip) return;
+  if (family == 0) family = family_of(*ip);
+  if (family_of(*ip) != family) {
+    invalid(route, std::string(field) + " " + ip->str() + " is not an " + family_name(family) +
                        " address");
   }
-  return ip->address();
 }
 
 std::string proto_name(int protocol) {
@@ -81,15 +78,15 @@ std::optional<RouteSpec> from_nl_route(rtnl_route* route) {
   }
   RouteSpec out;
   out.family = family;
-  const std::optional<IpPrefix> dst = detail::from_nl_addr(rtnl_route_get_dst(route));
+  const std::optional<util::IpPrefix> dst = detail::from_nl_addr(rtnl_route_get_dst(route));
   if (!dst) return std::nullopt;
-  if (dst->length != 0) out.dst = dst->masked().to_string();
+  if (dst->prefix_len != 0) out.dst = dst->masked();
   rtnl_nexthop* nh = rtnl_route_nexthop_n(route, 0);
   if (nh == nullptr) return std::nullopt;
   if (nl_addr* gw = rtnl_route_nh_get_gateway(nh); gw != nullptr && nl_addr_get_len(gw) != 0) {
-    const std::optional<IpPrefix> ip = detail::from_nl_addr(gw);
-    if (!ip || ip->family != family) return std::nullopt;
-    out.gw = ip->address();
+    const std::optional<util::IpPrefix> ip = detail::from_nl_addr(gw);
+    if (!ip || family_of(ip->address) != family) return std::nullopt;
+    out.gw = ip->address;
   }
   out.ifindex = rtnl_route_nh_get_ifindex(nh);
   if (rtnl_route_get_table(route) > static_cast<uint32_t>(INT_MAX) ||
@@ -100,9 +97,9 @@ std::optional<RouteSpec> from_nl_route(rtnl_route* route) {
   out.scope = rtnl_route_get_scope(route);
   out.protocol = rtnl_route_get_protocol(route);
   if (nl_addr* src = rtnl_route_get_pref_src(route); src != nullptr && nl_addr_get_len(src) != 0) {
-    const std::optional<IpPrefix> ip = detail::from_nl_addr(src);
-    if (!ip || ip->family != family) return std::nullopt;
-    out.prefsrc = ip->address();
+    const std::optional<util::IpPrefix> ip = detail::from_nl_addr(src);
+    if (!ip || family_of(ip->address) != family) return std::nullopt;
+    out.prefsrc = ip->address;
   }
   out.priority = static_cast<int>(rtnl_route_get_priority(route));
   return out;
@@ -116,8 +113,7 @@ RouteHandle build_nl_route(const RouteSpec& r, bool for_delete) {
   rtnl_route_set_table(route.get(), static_cast<uint32_t>(r.table));
   rtnl_route_set_type(route.get(), RTN_UNICAST);
 
-  NlAddrHandle dst =
-      r.dst.empty() ? detail::default_nl_addr(r.family) : detail::to_nl_addr(*parse_cidr(r.dst));
+  NlAddrHandle dst = r.dst ? detail::to_nl_addr(*r.dst) : detail::default_nl_addr(r.family);
   int err = rtnl_route_set_dst(route.get(), dst.get());
   if (err < 0)
     throw CniError(ErrorCode::Internal,
@@ -131,19 +127,19 @@ RouteHandle build_nl_route(const RouteSpec& r, bool for_delete) {
   const int protocol = (!for_delete && r.protocol == kProtoUnspec) ? kProtoBoot : r.protocol;
   rtnl_route_set_protocol(route.get(), static_cast<uint8_t>(protocol));
   if (r.priority != 0) rtnl_route_set_priority(route.get(), static_cast<uint32_t>(r.priority));
-  if (!r.prefsrc.empty()) {
-    NlAddrHandle src = detail::to_nl_addr(*parse_ip(r.prefsrc));
+  if (r.prefsrc) {
+    NlAddrHandle src = detail::to_nl_addr(*r.prefsrc);
     err = rtnl_route_set_pref_src(route.get(), src.get());
     if (err < 0)
       throw CniError(ErrorCode::Internal,
                      "netlink: cannot set route source: " + nl_error_text(err));
   }
-  if (!r.gw.empty() || r.ifindex != 0) {
+  if (r.gw || r.ifindex != 0) {
     NexthopHandle nh(rtnl_route_nh_alloc());
     if (!nh) throw CniError(ErrorCode::Internal, "netlink: out of memory building a next hop");
     if (r.ifindex != 0) rtnl_route_nh_set_ifindex(nh.get(), r.ifindex);
-    if (!r.gw.empty()) {
-      NlAddrHandle gw = detail::to_nl_addr(*parse_ip(r.gw));
+    if (r.gw) {
+      NlAddrHandle gw = detail::to_nl_addr(*r.gw);
       rtnl_route_nh_set_gateway(nh.get(), gw.get());  // takes its own reference
     }
     rtnl_route_add_nexthop(route.get(), nh.release());  // the route owns the next hop now
@@ -154,14 +150,14 @@ RouteHandle build_nl_route(const RouteSpec& r, bool for_delete) {
 }  // namespace
 
 std::string to_string(const RouteSpec& route) {
-  std::string out = route.dst.empty() ? "default" : route.dst;
-  if (!route.gw.empty()) out += " via " + route.gw;
+  std::string out = route.dst ? route.dst->str() : "default";
+  if (route.gw) out += " via " + route.gw->str();
   if (route.ifindex != 0) out += " dev #" + std::to_string(route.ifindex);
   if (route.table != kMainTable) out += " table " + std::to_string(route.table);
   if (route.protocol != kProtoUnspec) out += " proto " + proto_name(route.protocol);
   if (route.scope != kScopeAuto && route.scope != kScopeUniverse)
     out += " scope " + scope_name(route.scope);
-  if (!route.prefsrc.empty()) out += " src " + route.prefsrc;
+  if (route.prefsrc) out += " src " + route.prefsrc->str();
   if (route.priority != 0) out += " metric " + std::to_string(route.priority);
   return out;
 }
@@ -171,20 +167,16 @@ RouteSpec normalize_route(const RouteSpec& route) {
   if (out.family != 0 && !is_ip_family(out.family))
     invalid(route, "unsupported address " + family_name(out.family));
   int family = out.family;
-  if (!route.dst.empty()) {
-    const std::optional<IpPrefix> dst = parse_cidr(route.dst);
-    if (!dst) invalid(route, "destination \"" + route.dst.substr(0, 64) + "\" is not a CIDR");
-    if (family == 0) family = dst->family;
-    if (dst->family != family)
+  if (const std::optional<util::IpPrefix>& dst = route.dst) {
+    if (family == 0) family = family_of(dst->address);
+    if (family_of(dst->address) != family)
       invalid(route, "destination is not an " + family_name(family) + " prefix");
-    if (!dst->is_masked()) {
-      invalid(route,
-              "destination has host bits set (did you mean " + dst->masked().to_string() + "?)");
-    }
-    out.dst = dst->length == 0 ? std::string() : dst->to_string();
+    if (!dst->is_masked())
+      invalid(route, "destination has host bits set (did you mean " + dst->network_str() + "?)");
+    if (dst->prefix_len == 0) out.dst.reset();
   }
-  out.gw = canonical_address(route, route.gw, "gateway", family);
-  out.prefsrc = canonical_address(route, route.prefsrc, "prefsrc", family);
+  check_address_family(route, route.gw, "gateway", family);
+  check_address_family(route, route.prefsrc, "prefsrc", family);
   if (family == 0)
     invalid(route, "the address family is unknown (no destination, gateway or source)");
   out.family = family;
@@ -203,7 +195,7 @@ RouteSpec route_as_added(const RouteSpec& route) {
     out.scope = kScopeUniverse;
     if (out.priority == 0) out.priority = kIpv6DefaultMetric;
   } else if (out.scope == kScopeAuto) {
-    out.scope = out.gw.empty() ? kScopeLink : kScopeUniverse;
+    out.scope = out.gw ? kScopeUniverse : kScopeLink;
   }
   if (out.protocol == kProtoUnspec) out.protocol = kProtoBoot;
   return out;
@@ -214,9 +206,9 @@ bool route_matches(const RouteSpec& pattern, const RouteSpec& candidate) {
       pattern.dst != candidate.dst) {
     return false;
   }
-  if (!pattern.gw.empty() && pattern.gw != candidate.gw) return false;
+  if (pattern.gw && pattern.gw != candidate.gw) return false;
   if (pattern.ifindex != 0 && pattern.ifindex != candidate.ifindex) return false;
-  if (!pattern.prefsrc.empty() && pattern.prefsrc != candidate.prefsrc) return false;
+  if (pattern.prefsrc && pattern.prefsrc != candidate.prefsrc) return false;
   if (pattern.protocol != kProtoUnspec && pattern.protocol != candidate.protocol) return false;
   if (pattern.priority != 0 && pattern.priority != candidate.priority) return false;
   if (pattern.family == AF_INET && pattern.scope != kScopeAuto && pattern.scope != candidate.scope)
@@ -231,13 +223,13 @@ bool same_route_identity(const RouteSpec& a, const RouteSpec& b) {
 Json to_json(const RouteSpec& route) {
   Json j = Json::object();
   j["family"] = detail::family_to_json(route.family);
-  j["dst"] = route.dst;
-  j["gw"] = route.gw;
+  j["dst"] = route.dst ? route.dst->str() : std::string();
+  j["gw"] = route.gw ? route.gw->str() : std::string();
   j["ifindex"] = route.ifindex;
   j["table"] = route.table;
   j["scope"] = route.scope;
   j["protocol"] = route.protocol;
-  j["prefsrc"] = route.prefsrc;
+  j["prefsrc"] = route.prefsrc ? route.prefsrc->str() : std::string();
   j["priority"] = route.priority;
   return j;
 }
@@ -247,13 +239,13 @@ RouteSpec route_from_json(const Json& json) {
   if (!json.is_object()) throw CniError(ErrorCode::Decoding, "route: expected a JSON object");
   RouteSpec r;
   r.family = detail::json_family(json, what);
-  r.dst = detail::json_string(json, what, "dst", 64);
-  r.gw = detail::json_string(json, what, "gw", 64);
+  r.dst = detail::json_prefix(json, what, "dst");
+  r.gw = detail::json_address(json, what, "gw");
   r.ifindex = detail::json_int(json, what, "ifindex", 0, INT_MAX, 0);
   r.table = detail::json_int(json, what, "table", 1, INT_MAX, kMainTable);
   r.scope = detail::json_int(json, what, "scope", kScopeAuto, 254, kScopeAuto);
   r.protocol = detail::json_int(json, what, "protocol", 0, 255, kProtoUnspec);
-  r.prefsrc = detail::json_string(json, what, "prefsrc", 64);
+  r.prefsrc = detail::json_address(json, what, "prefsrc");
   r.priority = detail::json_int(json, what, "priority", 0, INT_MAX, 0);
   try {
     return normalize_route(r);
@@ -292,7 +284,7 @@ std::vector<RouteSpec> list_routes(NlSocket& sock, int family, int table) {
 
 AddOutcome add_route(NlSocket& sock, const RouteSpec& route) {
   const RouteSpec r = normalize_route(route);
-  if (r.gw.empty() && r.ifindex == 0) invalid(r, "a route needs a gateway or an interface");
+  if (!r.gw && r.ifindex == 0) invalid(r, "a route needs a gateway or an interface");
   RouteHandle nl_route = build_nl_route(r, false);
   const int err =
       sock.request([&](nl_sock* s) { return rtnl_route_add(s, nl_route.get(), NLM_F_EXCL); });

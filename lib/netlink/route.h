@@ -10,11 +10,13 @@
 // sees them.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "netlink/error.h"
+#include "util/ip.h"
 #include "util/json.h"
 
 namespace manifold::netlink {
@@ -53,13 +55,13 @@ inline constexpr int kIpv6DefaultMetric = 1024;
 /// One single-path unicast route.
 struct RouteSpec {
   int family = 0;               ///< AF_INET / AF_INET6; 0 = derive from dst, gw or prefsrc
-  std::string dst;              ///< destination network "10.1.0.0/16"; "" = default route
-  std::string gw;               ///< gateway address; "" = none (directly connected)
+  std::optional<util::IpPrefix> dst;   ///< destination network 10.1.0.0/16; nullopt = default
+  std::optional<util::IpAddress> gw;   ///< gateway address; nullopt = none (directly connected)
   int ifindex = 0;              ///< output interface; 0 = none (resolved from gw by the kernel)
   int table = kMainTable;       ///< routing table ID, 1..2^31-1
   int scope = kScopeAuto;       ///< RT_SCOPE_* or kScopeAuto
   int protocol = kProtoUnspec;  ///< RTPROT_* or kProtoUnspec
-  std::string prefsrc;          ///< preferred source address; "" = none
+  std::optional<util::IpAddress> prefsrc;  ///< preferred source address; nullopt = none
   int priority = 0;             ///< metric; 0 = kernel default on add (IPv6 1024), any on delete
 
   /// Field-wise equality.
@@ -71,8 +73,8 @@ struct RouteSpec {
 std::string to_string(const RouteSpec& route);
 
 /// Validates `route` and returns its canonical form: family derived or checked against every
-/// address, dst canonical and free of host bits ("0.0.0.0/0" and "::/0" become ""), gw/prefsrc
-/// canonical, numeric fields in range. Throws CniError(InvalidConfig) naming the offending field.
+/// address, dst free of host bits (a /0 destination becomes nullopt, the default route), numeric
+/// fields in range. Throws CniError(InvalidConfig) naming the offending field.
 RouteSpec normalize_route(const RouteSpec& route);
 
 /// The route the kernel reports after adding the normalized `route`: automatic scope resolved

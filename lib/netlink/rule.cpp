@@ -9,6 +9,7 @@
 
 #include "cni/error.h"
 #include "netlink/convert.h"
+#include "netlink/family.h"
 #include "netlink/nl_socket.h"
 #include "util/log.h"
 
@@ -50,9 +51,9 @@ std::optional<RuleSpec> from_nl_rule(rtnl_rule* rule) {
   RuleSpec out;
   out.family = family;
   if (nl_addr* src = rtnl_rule_get_src(rule); src != nullptr && nl_addr_get_prefixlen(src) != 0) {
-    const std::optional<IpPrefix> prefix = detail::from_nl_addr(src);
-    if (!prefix || prefix->family != family) return std::nullopt;
-    out.src = prefix->masked().to_string();
+    const std::optional<util::IpPrefix> prefix = detail::from_nl_addr(src);
+    if (!prefix || family_of(prefix->address) != family) return std::nullopt;
+    out.src = prefix->masked();
   }
   out.table = static_cast<int>(rtnl_rule_get_table(rule));
   out.priority = static_cast<int>(rtnl_rule_get_prio(rule));
@@ -67,8 +68,8 @@ RuleHandle build_nl_rule(const RuleSpec& r) {
   rtnl_rule_set_table(rule.get(), static_cast<uint32_t>(r.table));
   if (r.priority != kRulePriorityAuto)
     rtnl_rule_set_prio(rule.get(), static_cast<uint32_t>(r.priority));
-  if (!r.src.empty()) {
-    NlAddrHandle src = detail::to_nl_addr(*parse_cidr(r.src));
+  if (r.src) {
+    NlAddrHandle src = detail::to_nl_addr(*r.src);
     const int err = rtnl_rule_set_src(rule.get(), src.get());  // takes its own reference
     if (err < 0)
       throw CniError(ErrorCode::Internal, "netlink: cannot set rule source: " + nl_error_text(err));
@@ -81,9 +82,9 @@ RuleHandle build_nl_rule(const RuleSpec& r) {
 std::string to_string(const RuleSpec& rule) {
   std::string out;
   if (rule.priority != kRulePriorityAuto) out = std::to_string(rule.priority) + ": ";
-  out += "from " + (rule.src.empty() ? std::string("all") : rule.src);
+  out += "from " + (rule.src ? rule.src->str() : std::string("all"));
   out += " lookup " + std::to_string(rule.table);
-  if (rule.src.empty() && rule.family == AF_INET6) out += " (IPv6)";
+  if (!rule.src && rule.family == AF_INET6) out += " (IPv6)";
   return out;
 }
 
@@ -91,16 +92,13 @@ RuleSpec normalize_rule(const RuleSpec& rule) {
   RuleSpec out = rule;
   if (out.family != 0 && !is_ip_family(out.family))
     invalid(rule, "unsupported address " + family_name(out.family));
-  if (!rule.src.empty()) {
-    const std::optional<IpPrefix> src = parse_cidr(rule.src);
-    if (!src) invalid(rule, "source \"" + rule.src.substr(0, 64) + "\" is not a CIDR");
-    if (out.family == 0) out.family = src->family;
-    if (src->family != out.family)
+  if (const std::optional<util::IpPrefix>& src = rule.src) {
+    if (out.family == 0) out.family = family_of(src->address);
+    if (family_of(src->address) != out.family)
       invalid(rule, "source is not an " + family_name(out.family) + " prefix");
-    if (!src->is_masked()) {
-      invalid(rule, "source has host bits set (did you mean " + src->masked().to_string() + "?)");
-    }
-    out.src = src->length == 0 ? std::string() : src->to_string();
+    if (!src->is_masked())
+      invalid(rule, "source has host bits set (did you mean " + src->network_str() + "?)");
+    if (src->prefix_len == 0) out.src.reset();
   }
   if (out.family == 0) invalid(rule, "the address family is unknown (no source given)");
   if (out.table < 1) invalid(rule, "table must be 1..2147483647");
@@ -110,7 +108,7 @@ RuleSpec normalize_rule(const RuleSpec& rule) {
 
 bool rule_matches(const RuleSpec& pattern, const RuleSpec& candidate) {
   if (pattern.family != candidate.family || pattern.table != candidate.table) return false;
-  if (!pattern.src.empty() && pattern.src != candidate.src) return false;
+  if (pattern.src && pattern.src != candidate.src) return false;
   if (pattern.priority != kRulePriorityAuto && pattern.priority != candidate.priority) return false;
   return true;
 }
@@ -122,7 +120,7 @@ bool same_rule_identity(const RuleSpec& a, const RuleSpec& b) {
 Json to_json(const RuleSpec& rule) {
   Json j = Json::object();
   j["family"] = detail::family_to_json(rule.family);
-  j["src"] = rule.src;
+  j["src"] = rule.src ? rule.src->str() : std::string();
   j["table"] = rule.table;
   j["priority"] = rule.priority;
   return j;
@@ -133,7 +131,7 @@ RuleSpec rule_from_json(const Json& json) {
   if (!json.is_object()) throw CniError(ErrorCode::Decoding, "rule: expected a JSON object");
   RuleSpec r;
   r.family = detail::json_family(json, what);
-  r.src = detail::json_string(json, what, "src", 64);
+  r.src = detail::json_prefix(json, what, "src");
   r.table = detail::json_int(json, what, "table", 1, INT_MAX, std::nullopt);
   r.priority =
       detail::json_int(json, what, "priority", kRulePriorityAuto, INT_MAX, kRulePriorityAuto);

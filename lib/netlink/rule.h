@@ -9,11 +9,13 @@
 // rule_tables_in_use() still sees them.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "netlink/error.h"
+#include "util/ip.h"
 #include "util/json.h"
 
 namespace manifold::netlink {
@@ -26,7 +28,7 @@ inline constexpr int kRulePriorityAuto = -1;
 /// One "from <src> lookup <table>" rule.
 struct RuleSpec {
   int family = 0;                    ///< AF_INET / AF_INET6; 0 = derive from src
-  std::string src;                   ///< source prefix "192.0.2.5/32"; "" = from all
+  std::optional<util::IpPrefix> src;  ///< source prefix 192.0.2.5/32; nullopt = from all
   int table = 0;                     ///< table to look up, 1..2^31-1
   int priority = kRulePriorityAuto;  ///< rule priority 0..2^31-1, or kRulePriorityAuto
 
@@ -38,8 +40,8 @@ struct RuleSpec {
 /// from all).
 std::string to_string(const RuleSpec& rule);
 
-/// Validates `rule` and returns its canonical form (family derived/checked, src canonical without
-/// host bits, table and priority in range). Throws CniError(InvalidConfig).
+/// Validates `rule` and returns its canonical form (family derived/checked, src without host bits,
+/// a /0 source becoming nullopt, table and priority in range). Throws CniError(InvalidConfig).
 RuleSpec normalize_rule(const RuleSpec& rule);
 
 /// True when deleting the normalized `pattern` would remove the listed `candidate`: family and

@@ -9,10 +9,11 @@
 #include <optional>
 
 #include "cni/error.h"
-#include "netlink/ip_prefix.h"
+#include "netlink/family.h"
 #include "netlink/link.h"
 #include "util/ip.h"
 #include "util/log.h"
+#include "util/quote.h"
 
 namespace manifold::scoping {
 
@@ -23,20 +24,13 @@ namespace {
 using cni::CniError;
 using cni::ErrorCode;
 
-std::string echo(std::string_view text) {
-  std::string out;
-  for (char c : text.substr(0, 64)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
-  if (text.size() > 64) out += "...";
-  return out;
-}
-
 // The family (AF_INET/AF_INET6) of a result route's default destination, or 0 when the route is
 // not a default route.
 int default_route_family(const cni::Route& route) {
   if (!util::is_default_route_dst(route.dst)) return 0;
   const std::optional<util::IpPrefix> dst = util::parse_cidr(route.dst);
   if (!dst) return 0;
-  return dst->address.family == 4 ? AF_INET : AF_INET6;
+  return family_of(dst->address);
 }
 
 LinkInfo require_link(NetOps& ops, const std::string& ifname) {
@@ -55,25 +49,27 @@ std::vector<DefaultRouteRequest> plan_default_routes(const DefaultRouteSelection
   for (const auto& [ifname, gateways] : selections) {
     if (gateways.empty()) continue;
     if (!is_valid_ifname(ifname))
-      cni::throw_invalid_config("invalid default-route: interface name \"" + echo(ifname) +
+      cni::throw_invalid_config("invalid default-route: interface name \"" +
+                                util::printable(ifname) +
                                 "\" must be 1-15 characters of [A-Za-z0-9_.-]");
     std::map<int, bool> in_element;
     for (const std::string& text : gateways) {
-      const std::optional<IpPrefix> gw = parse_ip(text);
+      const std::optional<util::IpAddress> gw = util::parse_ip(text);
       if (!gw)
-        cni::throw_invalid_config("invalid default-route of " + ifname + ": \"" + echo(text) +
-                                  "\" is not an IP address");
-      if (in_element[gw->family])
+        cni::throw_invalid_config("invalid default-route of " + ifname + ": \"" +
+                                  util::printable(text) + "\" is not an IP address");
+      const int family = family_of(*gw);
+      if (in_element[family])
         cni::throw_invalid_config("invalid default-route of " + ifname + ": more than one " +
-                                  family_name(gw->family) +
+                                  family_name(family) +
                                   " gateway (ECMP default routes are not supported)");
-      in_element[gw->family] = true;
-      if (const auto it = chosen.find(gw->family); it != chosen.end())
+      in_element[family] = true;
+      if (const auto it = chosen.find(family); it != chosen.end())
         cni::throw_invalid_config("invalid default-route: both " + it->second + " and " + ifname +
-                                  " ask for the " + family_name(gw->family) +
+                                  " ask for the " + family_name(family) +
                                   " default route; only one network may");
-      chosen[gw->family] = ifname;
-      requests.push_back(DefaultRouteRequest{ifname, gw->family, gw->address()});
+      chosen[family] = ifname;
+      requests.push_back(DefaultRouteRequest{ifname, family, *gw});
     }
   }
   return requests;
@@ -85,7 +81,7 @@ std::vector<DefaultRouteRequest> no_default_route_requests(const std::string& if
   for (int family : families) {
     bool decided = std::any_of(gateways.begin(), gateways.end(),
                                [family](const DefaultRouteRequest& r) { return r.family == family; });
-    if (!decided) out.push_back(DefaultRouteRequest{ifname, family, ""});
+    if (!decided) out.push_back(DefaultRouteRequest{ifname, family, std::nullopt});
   }
   return out;
 }
@@ -113,13 +109,14 @@ std::vector<DefaultRouteChange> apply_default_routes(
       changes.push_back(change);
       DefaultRouteChange& current = changes.back();
       for (const RouteSpec& route : ops.list_routes(request.family, kMainTable)) {
-        if (!route.dst.empty() || route == wanted) continue;
+        if (route.dst || route == wanted) continue;
         if (ops.delete_route(route) == DeleteOutcome::Deleted) current.removed.push_back(route);
       }
       if (wanted) current.added = ops.add_route(*wanted) == AddOutcome::Added;
       util::log_verbose("default route: ", family_name(request.family),
                         request.none() ? " none (asked by " + request.ifname + ")"
-                                       : " default via " + request.gateway + " on " + request.ifname,
+                                       : " default via " + request.gateway->str() + " on " +
+                                             request.ifname,
                         " (", current.removed.size(), " other default route(s) removed)");
     }
   } catch (const CniError& e) {
@@ -146,13 +143,13 @@ std::vector<std::string> check_default_route(NetOps& ops, const DefaultRouteRequ
   std::vector<std::string> diffs;
   if (request.none()) {
     for (const RouteSpec& route : ops.list_routes(request.family, kMainTable))
-      if (route.dst.empty())
+      if (!route.dst)
         diffs.push_back("no " + family_name(request.family) + " default route (asked by " + request.ifname +
                         "): unexpected default route \"" + to_string(route) + "\" in main");
     return diffs;
   }
-  const std::string what = family_name(request.family) + " default route via " + request.gateway +
-                           " on " + request.ifname;
+  const std::string what = family_name(request.family) + " default route via " +
+                           request.gateway->str() + " on " + request.ifname;
   const std::optional<LinkInfo> link = ops.find_link(request.ifname);
   if (!link) {
     diffs.push_back(what + ": the interface is missing");
@@ -160,7 +157,7 @@ std::vector<std::string> check_default_route(NetOps& ops, const DefaultRouteRequ
   }
   bool found = false;
   for (const RouteSpec& route : ops.list_routes(request.family, kMainTable)) {
-    if (!route.dst.empty()) continue;
+    if (route.dst) continue;
     if (!found && route.ifindex == link->index && route.gw == request.gateway) {
       found = true;
       continue;
@@ -180,7 +177,7 @@ void rewrite_default_routes(cni::Result& result, const std::string& ifname,
     if (request.none() || request.ifname != ifname) continue;
     cni::Route route;
     route.dst = request.family == AF_INET ? "0.0.0.0/0" : "::/0";
-    route.gw = request.gateway;
+    route.gw = request.gateway->str();
     result.routes.push_back(route);
   }
 }

@@ -1,5 +1,5 @@
 // The `default-route` selection of the Network Plumbing WG spec, done right (Multus deletes no
-// default routes, misses IPv6 and leaves its result stale — reference/mesh-and-routing.md §3.3):
+// default routes, misses IPv6 and leaves its result stale):
 // for each address family some attachment asks for, the main table ends up with exactly one
 // default route, on the chosen interface, through the given gateway; that family's default routes
 // on every other interface are removed. Two requests for one family (across attachments, or two
@@ -11,25 +11,27 @@
 // tell the same story, so the returned result and the network-status `gateway` lists are true.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "cni/result.h"
 #include "netlink/net_ops.h"
+#include "util/ip.h"
 
 namespace manifold::scoping {
 
 /// One validated request: attachment `ifname` carries the default route of `family` via `gateway`;
-/// or, with an empty `gateway`, the pod has no default route of `family` at all (a selection
+/// or, without a `gateway`, the pod has no default route of `family` at all (a selection
 /// element's `"default-route": []`, as Multus leaves such a pod; `ifname` names who asked).
 struct DefaultRouteRequest {
   std::string ifname;   ///< the chosen interface (the asking one for a "no default route" request)
   int family = 0;       ///< AF_INET or AF_INET6
-  std::string gateway;  ///< canonical gateway address; "" for "no default route of this family"
+  std::optional<util::IpAddress> gateway;  ///< the gateway; nullopt: "no default route of family"
 
   /// True for a "no default route of this family" request.
-  bool none() const { return gateway.empty(); }
+  bool none() const { return !gateway; }
 
   /// Field-wise equality.
   friend bool operator==(const DefaultRouteRequest&, const DefaultRouteRequest&) = default;

@@ -13,9 +13,9 @@
 #include "cni/netconf.h"
 #include "cni/result_codec.h"
 #include "firewall/iptables_types.h"
-#include "netlink/ip_prefix.h"
 #include "netlink/link.h"
 #include "scoping/mesh_config.h"
+#include "util/ip.h"
 #include "util/log.h"
 
 namespace manifold::scoping {
@@ -99,7 +99,8 @@ void remove_source_routing_part(ScopingEnv& env, const Json& state, const Scopin
   // the interface name the attachment's IPs too.
   std::vector<std::string> ips = ips_of(prev_result, ifname);
   if (const auto link = env.net.find_link(ifname))
-    for (const netlink::AddressInfo& a : env.net.list_addresses(link->index)) ips.push_back(a.cidr);
+    for (const netlink::AddressInfo& a : env.net.list_addresses(link->index))
+      ips.push_back(a.cidr.str());
   remove_source_routing_by_ips(env.net, ifname, priority, ips);
 }
 
@@ -226,7 +227,7 @@ ScopingPlan plan_scoping(const Json& top_scoping, const Json& delegate_keys, con
   plan.mesh = merge_mesh_layers(top_mesh, delegate_mesh, args_mesh);
   plan.mesh_json = merged_mesh_layers(top_mesh, delegate_mesh, args_mesh);
   for (const DefaultRouteRequest& r : plan_default_routes({{ifname, default_route}}))
-    plan.default_route.push_back(r.gateway);
+    plan.default_route.push_back(r.gateway->str());
   if (default_route_none && default_route.empty()) plan.no_default_route = {AF_INET, AF_INET6};
   return plan;
 }
@@ -282,9 +283,9 @@ Json apply_scoping(ScopingEnv& env, const ScopingPlan& plan, const cni::Result& 
     try {
       bool has_v4 = false, has_v6 = false;
       for (const auto& a : addresses) {
-        const auto ip = netlink::parse_cidr(a.cidr);
-        if (ip && ip->family == AF_INET) has_v4 = true;
-        if (ip && ip->family == AF_INET6) has_v6 = true;
+        const auto ip = util::parse_ip_or_cidr(a.cidr);
+        if (ip && ip->address.family == 4) has_v4 = true;
+        if (ip && ip->address.family == 6) has_v6 = true;
       }
       const MeshState mesh = apply_mesh(
           env.iptables.get(plan.mesh.lock_wait_seconds), plan.ifname, plan.mesh,

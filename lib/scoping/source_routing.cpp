@@ -1,21 +1,19 @@
-// Source routing: layered config with strict validation, the per-IP plan (table choice, copied
-// routes, gateway default, rule), apply with self-rollback, idempotent remove (with or without a
-// cached state), CHECK, and the strict state codec (the cache is untrusted input).
+// Source routing: the per-IP plan (table choice, copied routes, gateway default, rule), apply with
+// self-rollback, idempotent remove (with or without a cached state) and CHECK. The state codec is
+// in source_routing_state.cpp, the configuration in source_routing_config.cpp.
 #include "scoping/source_routing.h"
 
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <array>
 #include <climits>
 #include <set>
 #include <string_view>
 
-#include "scoping/config_layers.h"
 #include "cni/error.h"
-#include "netlink/convert.h"
-#include "netlink/ip_prefix.h"
+#include "netlink/family.h"
 #include "util/log.h"
+#include "util/quote.h"
 
 namespace manifold::scoping {
 
@@ -26,66 +24,13 @@ namespace {
 using cni::CniError;
 using cni::ErrorCode;
 
-constexpr std::array<std::string_view, 5> kKnownKeys = {"enabled", "table", "tableBase",
-                                                        "rulePriority", "gateways"};
-constexpr int kMaxRulePriority = 32765;     // main's rule is 32766: ours must come first
-constexpr std::size_t kMaxEchoedText = 64;  // how much of a bad value a message repeats
-constexpr std::size_t kMaxStateIps = 64;    // bounds of a cached state
-constexpr std::size_t kMaxStateRoutes = 4096;
-
-// Printable, bounded rendering of user text for an error message.
-std::string echo(std::string_view text) {
-  std::string out;
-  for (char c : text.substr(0, kMaxEchoedText)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
-  if (text.size() > kMaxEchoedText) out += "...";
-  return out;
-}
-
-std::string echo_json(const Json& value) {
-  if (value.is_string())
-    return "\"" + echo(std::string_view(value.get_ref<const std::string&>())) + "\"";
-  return echo(std::string_view(value.dump(-1, ' ', false, Json::error_handler_t::replace)));
-}
-
-[[noreturn]] void bad_field(std::string_view key, const std::string& why) {
-  cni::throw_invalid_config("invalid sourceRouting." + std::string(key) + ": " + why);
-}
-
-[[noreturn]] void bad_state(const std::string& field, const std::string& why) {
-  throw CniError(ErrorCode::Decoding,
-                 "invalid cached source-routing state: " + field + " " + why);
-}
-
-int read_int(const Json& v, std::string_view key, long long lo, long long hi) {
-  if (!v.is_number_integer())
-    bad_field(key, echo_json(v) + " is not an integer (" + std::to_string(lo) + "-" +
-                       std::to_string(hi) + ")");
-  long long n = 0;
-  if (v.is_number_unsigned()) {
-    const auto u = v.get<unsigned long long>();
-    n = u > static_cast<unsigned long long>(LLONG_MAX) ? LLONG_MAX : static_cast<long long>(u);
-  } else {
-    n = v.get<long long>();
-  }
-  if (n < lo || n > hi)
-    bad_field(key, echo_json(v) + " is out of range (" + std::to_string(lo) + "-" +
-                       std::to_string(hi) + ")");
-  return static_cast<int>(n);
-}
-
-bool is_ipv6_link_local(const IpPrefix& ip) {
-  return ip.family == AF_INET6 && ip.bytes[0] == 0xfe && (ip.bytes[1] & 0xc0) == 0x80;
-}
-
-// "192.0.2.5/32" / "2001:db8::5/128" for a bare or CIDR address.
-IpPrefix host_prefix(const IpPrefix& ip) {
-  IpPrefix host = ip;
-  host.length = ip.max_length();
-  return host;
-}
-
 bool contains_route(const std::vector<RouteSpec>& routes, const RouteSpec& route) {
   return std::find(routes.begin(), routes.end(), route) != routes.end();
+}
+
+template <class T>
+bool contains(const std::vector<T>& values, const T& value) {
+  return std::find(values.begin(), values.end(), value) != values.end();
 }
 
 // Deletes a route or rule, logging instead of throwing: used while undoing and on DEL of leftovers.
@@ -105,78 +50,115 @@ void delete_quietly(NetOps& ops, const Spec& spec, std::string_view why) {
 }
 
 std::string address_of(const RuleSpec& rule) {
-  const std::optional<IpPrefix> p = parse_cidr(rule.src);
-  return p ? p->address() : rule.src;
+  return rule.src ? rule.src->address.str() : std::string();
+}
+
+// What plan_source_routing() reads from the namespace once, shared by the per-IP steps.
+struct PlanInputs {
+  const SourceRoutingConfig& cfg;
+  int ifindex = 0;                     // the attachment's interface
+  std::vector<RuleSpec> rules;         // every rule, to find ours
+  std::vector<RouteSpec> main_routes;  // the main-table routes through the interface
+  std::set<int> planned_tables;        // tables given to earlier IPs of this plan
+};
+
+// The gateway of the table of `ip`: the configured one of its family first, then the result's.
+std::optional<util::IpAddress> table_gateway(const SourceRoutingConfig& cfg,
+                                             const util::IpPrefix& ip,
+                                             const AttachmentAddress& address) {
+  if (const std::optional<util::IpAddress>& configured = cfg.gateway(ip.address.family))
+    return configured;
+  if (address.gateway.empty()) return std::nullopt;
+  const std::optional<util::IpAddress> gw = util::parse_ip(address.gateway);
+  if (!gw || gw->family != ip.address.family)
+    throw CniError(ErrorCode::InvalidConfig, "source routing: gateway \"" +
+                                                 util::printable(address.gateway) + "\" of " +
+                                                 address.cidr + " is not an " +
+                                                 ip.address.family_name() + " address");
+  return gw;
+}
+
+// The table of the IP whose host prefix is `host`. A rule of ours for it already exists (re-ADD):
+// keep its table when tables are picked; with a configured table, a rule pointing elsewhere is
+// replaced. Otherwise the first free table no earlier IP of the plan took.
+int choose_table(NetOps& ops, const PlanInputs& in, const util::IpPrefix& host, bool& reused) {
+  const SourceRoutingConfig& cfg = in.cfg;
+  if (cfg.table != 0) return cfg.table;
+  std::optional<RuleSpec> existing;
+  for (const RuleSpec& r : in.rules)
+    if (r.priority == cfg.rule_priority && r.family == family_of(host.address) && r.src == host)
+      existing = r;
+  if (existing && in.planned_tables.count(existing->table) == 0) {
+    reused = true;
+    return existing->table;
+  }
+  int table = ops.find_free_table(cfg.table_base);
+  while (in.planned_tables.count(table) != 0) {
+    if (table == INT_MAX)
+      throw CniError(ErrorCode::Netlink, "source routing: no free routing table at or above " +
+                                             std::to_string(cfg.table_base));
+    table = ops.find_free_table(table + 1);
+  }
+  return table;
+}
+
+// The routes of `table` for `ip`: the interface's main-table routes of its family whose preferred
+// source and gateway (if any) lie in its subnet (an IPv6 link-local gateway always does), and
+// "default via gateway" in place of a copied default route when a gateway is known.
+std::vector<RouteSpec> table_routes(const PlanInputs& in, const util::IpPrefix& ip,
+                                    const std::optional<util::IpAddress>& gateway, int table) {
+  const util::IpPrefix subnet = ip.masked();
+  std::vector<RouteSpec> routes;
+  for (const RouteSpec& r : in.main_routes) {
+    if (r.family != family_of(ip.address)) continue;
+    if (r.prefsrc && !subnet.contains(*r.prefsrc)) continue;
+    if (r.gw && !(r.gw->is_ipv6_link_local() || subnet.contains(*r.gw))) continue;
+    if (gateway && !r.dst) continue;  // replaced by "default via gateway"
+    RouteSpec copy = r;
+    copy.table = table;
+    copy = route_as_added(normalize_route(copy));
+    if (!contains_route(routes, copy)) routes.push_back(copy);
+  }
+  if (gateway) {
+    RouteSpec def;
+    def.family = family_of(ip.address);
+    def.gw = gateway;
+    def.ifindex = in.ifindex;
+    def.table = table;
+    routes.push_back(route_as_added(normalize_route(def)));
+  }
+  return routes;
+}
+
+// The plan of one IP: its table, the routes it must hold (and, when reused, what must go), the rule.
+SourceTablePlan plan_table(NetOps& ops, PlanInputs& in, const util::IpPrefix& ip,
+                           const std::optional<util::IpAddress>& gateway) {
+  SourceTablePlan t;
+  t.ip = ip.address;
+  const util::IpPrefix host = util::IpPrefix::host(ip.address);
+  t.table = choose_table(ops, in, host, t.reused);
+  t.routes = table_routes(in, ip, gateway, t.table);
+  t.rule.family = family_of(ip.address);
+  t.rule.src = host;
+  t.rule.table = t.table;
+  t.rule.priority = in.cfg.rule_priority;
+  t.rule = normalize_rule(t.rule);
+  if (t.reused) {
+    for (const RouteSpec& r : ops.list_routes(AF_UNSPEC, t.table))
+      if (!contains_route(t.routes, r)) t.stale.push_back(r);
+  }
+  in.planned_tables.insert(t.table);
+  return t;
 }
 
 }  // namespace
-
-// ---- config ----
-
-Json SourceRoutingConfig::to_json() const {
-  Json j = Json::object();
-  j["enabled"] = enabled;
-  j["table"] = table;
-  j["tableBase"] = table_base;
-  j["rulePriority"] = rule_priority;
-  j["gateways"] = Json::array();
-  if (!gateway_v4.empty()) j["gateways"].push_back(gateway_v4);
-  if (!gateway_v6.empty()) j["gateways"].push_back(gateway_v6);
-  return j;
-}
-
-SourceRoutingConfig merge_source_routing_layers(const Json& top, const Json& delegate,
-                                                const Json& cni_args) {
-  return parse_source_routing_config(merge_config_layers("sourceRouting", top, delegate, cni_args));
-}
-
-SourceRoutingConfig parse_source_routing_config(const Json& sr) {
-  SourceRoutingConfig cfg;
-  if (sr.is_null()) return cfg;
-  if (!sr.is_object()) cni::throw_invalid_config("invalid sourceRouting: not an object");
-  for (const auto& [key, value] : sr.items()) {
-    if (std::find(kKnownKeys.begin(), kKnownKeys.end(), key) == kKnownKeys.end())
-      bad_field(echo(key), "unknown key");
-  }
-  auto get = [&](std::string_view key) -> const Json* {
-    auto it = sr.find(std::string(key));
-    return (it == sr.end() || it->is_null()) ? nullptr : &*it;
-  };
-  if (const Json* v = get("enabled")) {
-    if (!v->is_boolean()) bad_field("enabled", echo_json(*v) + " is not a boolean");
-    cfg.enabled = v->get<bool>();
-  }
-  if (const Json* v = get("table")) {
-    cfg.table = read_int(*v, "table", 0, INT_MAX);
-    if (cfg.table >= kDefaultTable && cfg.table <= kLocalTable)
-      bad_field("table", std::to_string(cfg.table) +
-                             " is a reserved table (253 default, 254 main, 255 local)");
-  }
-  if (const Json* v = get("tableBase")) cfg.table_base = read_int(*v, "tableBase", 1, INT_MAX);
-  if (const Json* v = get("rulePriority"))
-    cfg.rule_priority = read_int(*v, "rulePriority", 1, kMaxRulePriority);
-  if (const Json* v = get("gateways")) {
-    if (!v->is_array() || v->size() > 2)
-      bad_field("gateways", echo_json(*v) + " is not a list of at most two IP addresses");
-    for (const Json& gw : *v) {
-      const std::optional<IpPrefix> ip =
-          gw.is_string() ? parse_ip(gw.get_ref<const std::string&>()) : std::nullopt;
-      if (!ip) bad_field("gateways", echo_json(gw) + " is not an IP address");
-      std::string& slot = ip->family == AF_INET ? cfg.gateway_v4 : cfg.gateway_v6;
-      if (!slot.empty())
-        bad_field("gateways", "more than one " + family_name(ip->family) + " gateway");
-      slot = ip->address();
-    }
-  }
-  return cfg;
-}
 
 // ---- plan ----
 
 std::vector<std::string> describe(const SourceRoutingPlan& plan) {
   std::vector<std::string> lines;
   for (const SourceTablePlan& t : plan.tables) {
-    lines.push_back("table " + std::to_string(t.table) + " for " + t.ip +
+    lines.push_back("table " + std::to_string(t.table) + " for " + t.ip.str() +
                     (t.reused ? " (reused)" : ""));
     for (const RouteSpec& r : t.stale) lines.push_back("delete stale route " + to_string(r));
     for (const RouteSpec& r : t.routes) lines.push_back("route " + to_string(r));
@@ -198,94 +180,21 @@ SourceRoutingPlan plan_source_routing(NetOps& ops, const SourceRoutingConfig& cf
   plan.priority = cfg.rule_priority;
   plan.picked_tables = cfg.table == 0;
 
-  const std::vector<RuleSpec> rules = ops.list_rules(AF_UNSPEC);
-  std::vector<RouteSpec> main_routes;
+  PlanInputs in{cfg, link->index, ops.list_rules(AF_UNSPEC), {}, {}};
   for (const RouteSpec& r : ops.list_routes(AF_UNSPEC, kMainTable))
-    if (r.ifindex == link->index) main_routes.push_back(r);
+    if (r.ifindex == link->index) in.main_routes.push_back(r);
 
-  std::set<int> planned_tables;
-  std::set<std::string> seen_ips;
+  std::vector<util::IpAddress> seen_ips;
   for (const AttachmentAddress& address : addresses) {
-    const std::optional<IpPrefix> ip = parse_cidr(address.cidr);
+    const std::optional<util::IpPrefix> ip = util::parse_ip_or_cidr(address.cidr);
     if (!ip)
-      throw CniError(ErrorCode::InvalidConfig, "source routing: address \"" + echo(address.cidr) +
-                                                   "\" of " + ifname + " is not an IP address");
-    if (is_ipv6_link_local(*ip) || !seen_ips.insert(ip->address()).second) continue;
-    const IpPrefix subnet = ip->masked();
-    const std::string host = host_prefix(*ip).to_string();
-
-    std::string gateway = ip->family == AF_INET ? cfg.gateway_v4 : cfg.gateway_v6;
-    if (gateway.empty() && !address.gateway.empty()) {
-      const std::optional<IpPrefix> gw = parse_ip(address.gateway);
-      if (!gw || gw->family != ip->family)
-        throw CniError(ErrorCode::InvalidConfig, "source routing: gateway \"" +
-                                                     echo(address.gateway) + "\" of " +
-                                                     address.cidr + " is not an " +
-                                                     family_name(ip->family) + " address");
-      gateway = gw->address();
-    }
-
-    SourceTablePlan t;
-    t.ip = ip->address();
-    // A rule of ours for this IP already exists (re-ADD): keep its table when tables are picked;
-    // with a configured table, a rule pointing elsewhere is replaced.
-    std::optional<RuleSpec> existing;
-    for (const RuleSpec& r : rules)
-      if (r.priority == cfg.rule_priority && r.family == ip->family && r.src == host) existing = r;
-    if (cfg.table != 0) {
-      t.table = cfg.table;
-    } else if (existing && planned_tables.count(existing->table) == 0) {
-      t.table = existing->table;
-      t.reused = true;
-    } else {
-      int table = ops.find_free_table(cfg.table_base);
-      while (planned_tables.count(table) != 0) {
-        if (table == INT_MAX)
-          throw CniError(ErrorCode::Netlink,
-                         "source routing: no free routing table at or above " +
-                             std::to_string(cfg.table_base));
-        table = ops.find_free_table(table + 1);
-      }
-      t.table = table;
-    }
-
-    for (const RouteSpec& r : main_routes) {
-      if (r.family != ip->family) continue;
-      if (!r.prefsrc.empty()) {
-        const std::optional<IpPrefix> src = parse_ip(r.prefsrc);
-        if (!src || !subnet.contains(*src)) continue;
-      }
-      if (!r.gw.empty()) {
-        const std::optional<IpPrefix> gw = parse_ip(r.gw);
-        if (!gw || !(is_ipv6_link_local(*gw) || subnet.contains(*gw))) continue;
-      }
-      if (!gateway.empty() && r.dst.empty()) continue;  // replaced by "default via gateway"
-      RouteSpec copy = r;
-      copy.table = t.table;
-      copy = route_as_added(normalize_route(copy));
-      if (!contains_route(t.routes, copy)) t.routes.push_back(copy);
-    }
-    if (!gateway.empty()) {
-      RouteSpec def;
-      def.family = ip->family;
-      def.gw = gateway;
-      def.ifindex = link->index;
-      def.table = t.table;
-      t.routes.push_back(route_as_added(normalize_route(def)));
-    }
-
-    t.rule.family = ip->family;
-    t.rule.src = host;
-    t.rule.table = t.table;
-    t.rule.priority = cfg.rule_priority;
-    t.rule = normalize_rule(t.rule);
-
-    if (t.reused) {
-      for (const RouteSpec& r : ops.list_routes(AF_UNSPEC, t.table))
-        if (!contains_route(t.routes, r)) t.stale.push_back(r);
-    }
-    planned_tables.insert(t.table);
-    plan.tables.push_back(std::move(t));
+      throw CniError(ErrorCode::InvalidConfig, "source routing: address \"" +
+                                                   util::printable(address.cidr) + "\" of " +
+                                                   ifname + " is not an IP address");
+    if (ip->address.is_ipv6_link_local() || contains(seen_ips, ip->address)) continue;
+    seen_ips.push_back(ip->address);
+    const std::optional<util::IpAddress> gateway = table_gateway(cfg, *ip, address);
+    plan.tables.push_back(plan_table(ops, in, *ip, gateway));
   }
   return plan;
 }
@@ -314,7 +223,7 @@ SourceRoutingState apply_source_routing(NetOps& ops, const SourceRoutingPlan& pl
       }
       if (ops.add_rule(t.rule) == AddOutcome::Added) added_rules.push_back(t.rule);
       state.rules.push_back(t.rule);
-      state.ips.push_back(t.ip);
+      state.ips.push_back(t.ip.str());
       if (std::find(state.tables.begin(), state.tables.end(), t.table) == state.tables.end())
         state.tables.push_back(t.table);
     }
@@ -342,15 +251,15 @@ void remove_source_routing(NetOps& ops, const SourceRoutingState& state) {
 
 void remove_source_routing_by_ips(NetOps& ops, const std::string& ifname, int priority,
                                   const std::vector<std::string>& ips) {
-  std::set<std::string> hosts;
+  std::vector<util::IpPrefix> hosts;
   for (const std::string& text : ips) {
-    const std::optional<IpPrefix> ip = parse_cidr(text);
-    if (ip) hosts.insert(host_prefix(*ip).to_string());
+    const std::optional<util::IpPrefix> ip = util::parse_ip_or_cidr(text);
+    if (ip) hosts.push_back(util::IpPrefix::host(ip->address));
   }
   if (hosts.empty()) return;
   std::vector<int> tables;
   for (const RuleSpec& rule : ops.list_rules(AF_UNSPEC)) {
-    if (rule.priority != priority || hosts.count(rule.src) == 0) continue;
+    if (rule.priority != priority || !rule.src || !contains(hosts, *rule.src)) continue;
     util::log_verbose("source routing: removing rule ", to_string(rule), " of ", ifname,
                       " found by its address");
     (void)ops.delete_rule(rule);
@@ -367,15 +276,15 @@ void remove_source_routing_by_ips(NetOps& ops, const std::string& ifname, int pr
 std::vector<std::string> check_source_routing(NetOps& ops, const SourceRoutingState& state) {
   std::vector<std::string> diffs;
   const std::vector<RuleSpec> rules = ops.list_rules(AF_UNSPEC);
-  std::set<std::string> our_sources;
+  std::vector<std::optional<util::IpPrefix>> our_sources;
   for (const RuleSpec& want : state.rules) {
-    our_sources.insert(want.src);
+    our_sources.push_back(want.src);
     if (std::find(rules.begin(), rules.end(), want) == rules.end())
       diffs.push_back("source routing of " + state.ifname + ": rule \"" + to_string(want) +
                       "\" is missing");
   }
   for (const RuleSpec& have : rules) {
-    if (have.priority == state.priority && our_sources.count(have.src) != 0 &&
+    if (have.priority == state.priority && contains(our_sources, have.src) &&
         std::find(state.rules.begin(), state.rules.end(), have) == state.rules.end())
       diffs.push_back("source routing of " + state.ifname + ": unexpected rule \"" +
                       to_string(have) + "\" for " + address_of(have));
@@ -405,71 +314,6 @@ std::vector<std::string> check_source_routing(NetOps& ops, const SourceRoutingSt
     }
   }
   return diffs;
-}
-
-// ---- state codec ----
-
-Json SourceRoutingState::to_json() const {
-  Json j = Json::object();
-  j["ifname"] = ifname;
-  j["priority"] = priority;
-  j["pickedTables"] = picked_tables;
-  j["ips"] = ips;
-  j["tables"] = tables;
-  j["rules"] = Json::array();
-  for (const RuleSpec& r : rules) j["rules"].push_back(netlink::to_json(r));
-  j["routes"] = Json::array();
-  for (const RouteSpec& r : routes) j["routes"].push_back(netlink::to_json(r));
-  return j;
-}
-
-SourceRoutingState SourceRoutingState::from_json(const Json& j) {
-  if (!j.is_object()) bad_state("(top level)", "is not an object");
-  SourceRoutingState s;
-  const auto ifname = j.find("ifname");
-  if (ifname == j.end() || !ifname->is_string() ||
-      !is_valid_ifname(ifname->get_ref<const std::string&>()))
-    bad_state("ifname", "is missing or not a valid interface name");
-  s.ifname = ifname->get<std::string>();
-  s.priority = detail::json_int(j, "source-routing state", "priority", 1, kMaxRulePriority,
-                                std::nullopt);
-  const auto picked = j.find("pickedTables");
-  if (picked == j.end() || !picked->is_boolean()) bad_state("pickedTables", "is not a boolean");
-  s.picked_tables = picked->get<bool>();
-
-  auto list = [&](const char* key, std::size_t max) -> const Json& {
-    const auto it = j.find(key);
-    if (it == j.end() || !it->is_array() || it->size() > max)
-      bad_state(key, "is missing or not a list of at most " + std::to_string(max) + " entries");
-    return *it;
-  };
-  for (const Json& ip : list("ips", kMaxStateIps)) {
-    const std::optional<IpPrefix> p =
-        ip.is_string() ? parse_ip(ip.get_ref<const std::string&>()) : std::nullopt;
-    if (!p) bad_state("ips", "holds something other than an IP address");
-    s.ips.push_back(p->address());
-  }
-  for (const Json& t : list("tables", kMaxStateIps)) {
-    if (!t.is_number_integer() || t.get<long long>() < 1 || t.get<long long>() > INT_MAX ||
-        (t.get<long long>() >= kDefaultTable && t.get<long long>() <= kLocalTable))
-      bad_state("tables", "holds something other than a routing table ID");
-    s.tables.push_back(t.get<int>());
-  }
-  auto our_table = [&](int table) {
-    return std::find(s.tables.begin(), s.tables.end(), table) != s.tables.end();
-  };
-  for (const Json& r : list("rules", kMaxStateIps)) {
-    RuleSpec rule = rule_from_json(r);
-    if (rule.priority != s.priority || !our_table(rule.table) || rule.src.empty())
-      bad_state("rules", "holds a rule that is not ours (priority, table or source)");
-    s.rules.push_back(std::move(rule));
-  }
-  for (const Json& r : list("routes", kMaxStateRoutes)) {
-    RouteSpec route = route_from_json(r);
-    if (!our_table(route.table)) bad_state("routes", "holds a route outside our tables");
-    s.routes.push_back(std::move(route));
-  }
-  return s;
 }
 
 }  // namespace manifold::scoping

@@ -1,20 +1,9 @@
-// Per-interface source routing for one attachment (reference/mesh-and-routing.md §4.2, §4.3 step 3,
-// §4.5): for every IP of the attachment a routing table holding a COPY of the interface's main-table
-// routes (plus "default via <gw>" when a gateway is known) and a rule "from <ip>/32|/128 lookup
-// <table> priority <rulePriority>", so replies and source-bound traffic leave through the interface
-// they belong to while the main table stays intact and unbound sockets keep routing by destination.
-//
-// The configuration has three layers (top-level manifold config, the delegate config's
-// "sourceRouting" key, the pod's `args.cni.sourceRouting`), merged key by key (later wins) and then
-// validated strictly; a bad field is CniError(InvalidConfig) naming `sourceRouting.<key>`. Keys:
-//   enabled       false   source routing is off unless some layer says true
-//   table         0       table for every IP of the attachment; 0 = pick per IP the first free ID
-//                         at or above tableBase (no rule points at it, no route lives in it)
-//   tableBase     1000    first candidate when picking (1..2147483647)
-//   rulePriority  30000   priority of our rules (1..32765, i.e. before the main table's 32766)
-//   gateways      []      static gateways, at most one IPv4 and one IPv6; they win over the
-//                         gateways of the delegate's result
-// Unknown keys are rejected; `null` means "this key's default".
+// Per-interface source routing for one attachment: for every IP of the attachment a routing table
+// holding a COPY of the interface's main-table routes (plus "default via <gw>" when a gateway is
+// known) and a rule "from <ip>/32|/128 lookup <table> priority <rulePriority>", so replies and
+// source-bound traffic leave through the interface they belong to while the main table stays intact
+// and unbound sockets keep routing by destination. Its configuration (`sourceRouting`, three
+// layers) is read by scoping/source_routing_config.h.
 //
 // The work is split into a plan (read the namespace, decide tables and routes; reusing the table a
 // rule of ours already points at, so a re-ADD changes nothing), an apply (adds what the plan says,
@@ -29,34 +18,11 @@
 #include <vector>
 
 #include "netlink/net_ops.h"
+#include "scoping/source_routing_config.h"
+#include "util/ip.h"
 #include "util/json.h"
 
 namespace manifold::scoping {
-
-/// The validated, merged `sourceRouting` configuration of one attachment.
-struct SourceRoutingConfig {
-  bool enabled = false;        ///< `enabled`
-  int table = 0;               ///< `table`; 0 = pick a free one per IP
-  int table_base = 1000;       ///< `tableBase`
-  int rule_priority = 30000;   ///< `rulePriority`
-  std::string gateway_v4;      ///< the IPv4 entry of `gateways`, canonical, "" = none
-  std::string gateway_v6;      ///< the IPv6 entry of `gateways`, canonical, "" = none
-
-  /// The canonical object form: {"enabled","table","tableBase","rulePriority","gateways":[…]};
-  /// parse_source_routing_config(to_json()) gives the same config back.
-  Json to_json() const;
-
-  /// Field-wise equality.
-  friend bool operator==(const SourceRoutingConfig&, const SourceRoutingConfig&) = default;
-};
-
-/// Merges the three layers (each an object, or null/absent) key by key — later wins — and validates
-/// the result. Throws CniError(InvalidConfig) naming the layer or the first bad field.
-SourceRoutingConfig merge_source_routing_layers(const Json& top, const Json& delegate,
-                                                const Json& cni_args);
-
-/// Validates one merged `sourceRouting` object (null = all defaults). Throws like the merge.
-SourceRoutingConfig parse_source_routing_config(const Json& source_routing);
 
 /// One IP of the attachment, as its delegate's result reports it.
 struct AttachmentAddress {
@@ -66,7 +32,7 @@ struct AttachmentAddress {
 
 /// The table of one IP: the routes it must hold and the rule that selects it.
 struct SourceTablePlan {
-  std::string ip;                 ///< the bare address, canonical
+  util::IpAddress ip;             ///< the address
   int table = 0;                  ///< the table ID
   bool reused = false;            ///< a rule of ours already pointed at this table (re-ADD)
   std::vector<netlink::RouteSpec> routes;  ///< what the table must hold, in the kernel's as-added form

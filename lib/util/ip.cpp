@@ -1,6 +1,7 @@
-// Implementation of the IP/CIDR/MAC text helpers on top of inet_pton/inet_ntop. Input is copied
-// into a bounded, NUL-terminated buffer before it reaches libc, so hostile text (embedded NULs,
-// huge strings) is rejected here rather than silently truncated.
+// Implementation of the IP address and prefix values on top of inet_pton/inet_ntop, with the bit
+// arithmetic for masking and containment, and the MAC text check. Input is copied into a bounded,
+// NUL-terminated buffer before it reaches libc, so hostile text (embedded NULs, huge strings) is
+// rejected here rather than silently truncated.
 #include "util/ip.h"
 
 #include <arpa/inet.h>
@@ -45,15 +46,28 @@ bool IpAddress::is_unspecified() const {
                      [](std::uint8_t b) { return b == 0; });
 }
 
+bool IpAddress::is_ipv6_link_local() const {
+  return family == 6 && bytes[0] == 0xfe && (bytes[1] & 0xc0) == 0x80;
+}
+
 std::string IpPrefix::str() const { return address.str() + "/" + std::to_string(prefix_len); }
 
-std::string IpPrefix::network_str() const {
-  IpAddress net = address;
-  const int total_bits = static_cast<int>(net.size()) * 8;
-  for (int bit = std::max(prefix_len, 0); bit < total_bits; ++bit)
-    net.bytes[static_cast<std::size_t>(bit / 8)] &=
+std::string IpPrefix::network_str() const { return masked().str(); }
+
+IpPrefix IpPrefix::masked() const {
+  IpPrefix out = *this;
+  const int total_bits = static_cast<int>(out.address.bytes.size()) * 8;
+  const int keep = std::min(std::max(prefix_len, 0), address.bits());
+  for (int bit = keep; bit < total_bits; ++bit)
+    out.address.bytes[static_cast<std::size_t>(bit / 8)] &=
         static_cast<std::uint8_t>(~(0x80u >> (bit % 8)));
-  return net.str() + "/" + std::to_string(prefix_len);
+  return out;
+}
+
+bool IpPrefix::contains(const IpPrefix& other) const {
+  if (other.address.family != address.family || other.prefix_len < prefix_len) return false;
+  const IpPrefix shortened{other.address, prefix_len};
+  return shortened.masked().address == masked().address;
 }
 
 std::optional<IpAddress> parse_ip(std::string_view text) {
@@ -80,6 +94,13 @@ std::optional<IpPrefix> parse_cidr(std::string_view text) {
   auto len = parse_prefix_len(text.substr(slash + 1));
   if (!len || *len > static_cast<int>(ip->size()) * 8) return std::nullopt;
   return IpPrefix{*ip, *len};
+}
+
+std::optional<IpPrefix> parse_ip_or_cidr(std::string_view text) {
+  if (text.find('/') != std::string_view::npos) return parse_cidr(text);
+  const std::optional<IpAddress> ip = parse_ip(text);
+  if (!ip) return std::nullopt;
+  return IpPrefix::host(*ip);
 }
 
 bool is_default_route_dst(std::string_view text) {

@@ -25,9 +25,15 @@
 #include "netlink/nl_socket.h"
 #include "netlink/real_net_ops.h"
 #include "root_skip.h"
+#include "net_specs.h"
 
 using namespace manifold::netlink;
 using manifold::cni::CniError;
+using manifold::test::cidr;
+using manifold::test::ip;
+using manifold::test::route;
+using manifold::test::rule;
+using manifold::test::text;
 
 namespace {
 
@@ -102,23 +108,6 @@ class TestNetns {
   int mf1_ = 0;
 };
 
-RouteSpec route(std::string dst, std::string gw, int ifindex, int table) {
-  RouteSpec r;
-  r.dst = std::move(dst);
-  r.gw = std::move(gw);
-  r.ifindex = ifindex;
-  r.table = table;
-  return r;
-}
-
-RuleSpec rule(std::string src, int table, int priority) {
-  RuleSpec r;
-  r.src = std::move(src);
-  r.table = table;
-  r.priority = priority;
-  return r;
-}
-
 bool has_address(const std::vector<AddressInfo>& list, const AddressInfo& wanted) {
   return std::find(list.begin(), list.end(), wanted) != list.end();
 }
@@ -126,12 +115,12 @@ bool has_address(const std::vector<AddressInfo>& list, const AddressInfo& wanted
 std::vector<RouteSpec> default_routes(NetOps& ops, int family) {
   std::vector<RouteSpec> out;
   for (const RouteSpec& r : ops.list_routes(family, kMainTable)) {
-    if (r.dst.empty()) out.push_back(r);
+    if (!r.dst) out.push_back(r);
   }
   return out;
 }
 
-bool is_link_local_route(const RouteSpec& r) { return r.dst.rfind("fe80:", 0) == 0; }
+bool is_link_local_route(const RouteSpec& r) { return text(r.dst).rfind("fe80:", 0) == 0; }
 
 }  // namespace
 
@@ -233,20 +222,20 @@ TEST_CASE("address listing", "[netlink][integration]") {
   TestNetns ns;
   RealNetOps ops(ns.path());
   const std::vector<AddressInfo> mf0 = ops.list_addresses(ns.mf0());
-  CHECK(has_address(mf0, AddressInfo{AF_INET, ns.mf0(), "192.0.2.2/24"}));
-  CHECK(has_address(mf0, AddressInfo{AF_INET6, ns.mf0(), "2001:db8:1::2/64"}));
-  CHECK_FALSE(has_address(mf0, AddressInfo{AF_INET, ns.mf1(), "198.51.100.2/24"}));
+  CHECK(has_address(mf0, AddressInfo{AF_INET, ns.mf0(), cidr("192.0.2.2/24")}));
+  CHECK(has_address(mf0, AddressInfo{AF_INET6, ns.mf0(), cidr("2001:db8:1::2/64")}));
+  CHECK_FALSE(has_address(mf0, AddressInfo{AF_INET, ns.mf1(), cidr("198.51.100.2/24")}));
   CHECK(std::all_of(mf0.begin(), mf0.end(),
                     [&](const AddressInfo& a) { return a.ifindex == ns.mf0(); }));
   CHECK(mf0.front().family == AF_INET);  // IPv4 first
 
   const std::vector<AddressInfo> all = ops.list_addresses();
-  CHECK(has_address(all, AddressInfo{AF_INET, ns.mf1(), "198.51.100.2/24"}));
-  CHECK(has_address(all, AddressInfo{AF_INET, 1, "127.0.0.1/8"}));
-  CHECK(has_address(all, AddressInfo{AF_INET6, 1, "::1/128"}));
+  CHECK(has_address(all, AddressInfo{AF_INET, ns.mf1(), cidr("198.51.100.2/24")}));
+  CHECK(has_address(all, AddressInfo{AF_INET, 1, cidr("127.0.0.1/8")}));
+  CHECK(has_address(all, AddressInfo{AF_INET6, 1, cidr("::1/128")}));
 
   ns.ip("addr add 192.0.2.77/32 dev mf0");
-  CHECK(has_address(ops.list_addresses(ns.mf0()), AddressInfo{AF_INET, ns.mf0(), "192.0.2.77/32"}));
+  CHECK(has_address(ops.list_addresses(ns.mf0()), AddressInfo{AF_INET, ns.mf0(), cidr("192.0.2.77/32")}));
 }
 
 TEST_CASE("routes in table 1000: copy, add, duplicate, delete twice", "[netlink][integration]") {
@@ -366,26 +355,26 @@ TEST_CASE("default-route helpers for IPv4 and IPv6", "[netlink][integration]") {
   SKIP_WITHOUT_NETNS();
   TestNetns ns;
   RealNetOps ops(ns.path());
-  CHECK(ops.add_default_route(AF_INET, "192.0.2.1", ns.mf0()) == AddOutcome::Added);
-  CHECK(ops.add_default_route(AF_INET, "192.0.2.1", ns.mf0()) == AddOutcome::Exists);
-  CHECK(ops.add_default_route(AF_INET6, "2001:db8:1::1", ns.mf0()) == AddOutcome::Added);
+  CHECK(ops.add_default_route(AF_INET, ip("192.0.2.1"), ns.mf0()) == AddOutcome::Added);
+  CHECK(ops.add_default_route(AF_INET, ip("192.0.2.1"), ns.mf0()) == AddOutcome::Exists);
+  CHECK(ops.add_default_route(AF_INET6, ip("2001:db8:1::1"), ns.mf0()) == AddOutcome::Added);
   CHECK(ns.ip("route show default").find("default via 192.0.2.1 dev mf0") != std::string::npos);
 
   // Select mf1 for IPv4: the default through mf0 goes, IPv6 is untouched.
   const std::vector<RouteSpec> removed = ops.delete_default_routes(AF_INET, ns.mf1());
   REQUIRE(removed.size() == 1);
-  CHECK(removed[0].gw == "192.0.2.1");
+  CHECK(text(removed[0].gw) == "192.0.2.1");
   CHECK(removed[0].ifindex == ns.mf0());
-  CHECK(ops.add_default_route(AF_INET, "198.51.100.1", ns.mf1()) == AddOutcome::Added);
+  CHECK(ops.add_default_route(AF_INET, ip("198.51.100.1"), ns.mf1()) == AddOutcome::Added);
   REQUIRE(default_routes(ops, AF_INET).size() == 1);
   CHECK(default_routes(ops, AF_INET)[0].ifindex == ns.mf1());
   CHECK(ops.delete_default_routes(AF_INET, ns.mf1()).empty());
   REQUIRE(default_routes(ops, AF_INET6).size() == 1);
-  CHECK(default_routes(ops, AF_INET6)[0].gw == "2001:db8:1::1");
+  CHECK(text(default_routes(ops, AF_INET6)[0].gw) == "2001:db8:1::1");
 
   // IPv6 selection, then removal of every default of a family.
   CHECK(ops.delete_default_routes(AF_INET6, ns.mf1()).size() == 1);
-  CHECK(ops.add_default_route(AF_INET6, "2001:db8:2::1", ns.mf1()) == AddOutcome::Added);
+  CHECK(ops.add_default_route(AF_INET6, ip("2001:db8:2::1"), ns.mf1()) == AddOutcome::Added);
   CHECK(default_routes(ops, AF_INET6).at(0).ifindex == ns.mf1());
   CHECK(ops.delete_default_routes(AF_INET6, 0).size() == 1);
   CHECK(default_routes(ops, AF_INET6).empty());
@@ -477,10 +466,10 @@ TEST_CASE("FakeNetOps replays a scoping scenario exactly like the kernel",
     }
     log.push_back("next table " + std::to_string(ops.find_free_table(1000)));
     log.push_back("v4 default: " +
-                  std::string(to_string(ops.add_default_route(AF_INET, "192.0.2.1", ns.mf0()))));
+                  std::string(to_string(ops.add_default_route(AF_INET, ip("192.0.2.1"), ns.mf0()))));
     log.push_back("removed " + std::to_string(ops.delete_default_routes(AF_INET, ns.mf1()).size()));
     log.push_back("v4 default: " +
-                  std::string(to_string(ops.add_default_route(AF_INET, "198.51.100.1", ns.mf1()))));
+                  std::string(to_string(ops.add_default_route(AF_INET, ip("198.51.100.1"), ns.mf1()))));
     std::vector<std::string> listed;  // the kernel lists in trie order, the fake in insertion order
     for (const RouteSpec& r : ops.list_routes(AF_UNSPEC, table))
       listed.push_back("listed " + to_string(r));

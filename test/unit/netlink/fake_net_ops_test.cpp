@@ -9,9 +9,15 @@
 #include <catch2/catch.hpp>
 
 #include "cni/error.h"
+#include "net_specs.h"
 
 using namespace manifold::netlink;
 using manifold::cni::CniError;
+using manifold::test::cidr;
+using manifold::test::ip;
+using manifold::test::route;
+using manifold::test::rule;
+using manifold::test::text;
 
 namespace {
 
@@ -27,23 +33,6 @@ struct Pod {
     state->add_address(net1, "2001:db8:10::5/64");
   }
 };
-
-RouteSpec route(std::string dst, std::string gw, int ifindex, int table) {
-  RouteSpec r;
-  r.dst = std::move(dst);
-  r.gw = std::move(gw);
-  r.ifindex = ifindex;
-  r.table = table;
-  return r;
-}
-
-RuleSpec rule(std::string src, int table, int priority) {
-  RuleSpec r;
-  r.src = std::move(src);
-  r.table = table;
-  r.priority = priority;
-  return r;
-}
 
 }  // namespace
 
@@ -65,8 +54,8 @@ TEST_CASE("fake: links and addresses", "[netlink]") {
 
   const auto addrs = pod.ops.list_addresses(pod.net1);
   REQUIRE(addrs.size() == 2);
-  CHECK(addrs[0] == AddressInfo{AF_INET, pod.net1, "192.168.10.5/24"});
-  CHECK(addrs[1] == AddressInfo{AF_INET6, pod.net1, "2001:db8:10::5/64"});
+  CHECK(addrs[0] == AddressInfo{AF_INET, pod.net1, cidr("192.168.10.5/24")});
+  CHECK(addrs[1] == AddressInfo{AF_INET6, pod.net1, cidr("2001:db8:10::5/64")});
   CHECK(pod.ops.list_addresses().size() == 3);
 
   CHECK_THROWS_AS(pod.state->add_link("eth0"), CniError);
@@ -79,15 +68,15 @@ TEST_CASE("fake: addresses bring their connected routes, as the kernel does", "[
   REQUIRE(v4.size() == 2);
   RouteSpec expected;
   expected.family = AF_INET;
-  expected.dst = "192.168.10.0/24";
+  expected.dst = cidr("192.168.10.0/24");
   expected.ifindex = pod.net1;
   expected.scope = kScopeLink;
   expected.protocol = kProtoKernel;
-  expected.prefsrc = "192.168.10.5";
+  expected.prefsrc = ip("192.168.10.5");
   CHECK(v4[1] == expected);
   const auto v6 = pod.ops.list_routes(AF_INET6, kMainTable);
   REQUIRE(v6.size() == 1);
-  CHECK(v6[0].dst == "2001:db8:10::/64");
+  CHECK(text(v6[0].dst) == "2001:db8:10::/64");
   CHECK(v6[0].priority == 256);
   CHECK(pod.ops.list_routes(AF_UNSPEC, kAllTables).size() == 3);
 
@@ -112,9 +101,9 @@ TEST_CASE("fake: add/list/delete routes in a table", "[netlink]") {
 
   const auto listed = pod.ops.list_routes(AF_INET, table);
   REQUIRE(listed.size() == 2);
-  CHECK(listed[0].prefsrc == "192.168.10.5");
+  CHECK(text(listed[0].prefsrc) == "192.168.10.5");
   CHECK(listed[0].protocol == kProtoKernel);  // copied verbatim
-  CHECK(listed[1].gw == "192.168.10.1");
+  CHECK(text(listed[1].gw) == "192.168.10.1");
   CHECK(listed[1].scope == kScopeUniverse);
   CHECK(listed[1].protocol == kProtoBoot);
   CHECK(pod.ops.list_routes(AF_INET6, table).size() == 1);
@@ -250,7 +239,7 @@ TEST_CASE("fake: injected failures map to CniError(Netlink) once", "[netlink]") 
   CHECK_THROWS_AS(pod.ops.is_ifname_free("net9"), CniError);
   pod.state->fail_next(FakeOp::TablesInUse, NLE_NOMEM);
   CHECK_THROWS_AS(pod.ops.find_free_table(1000), CniError);
-  REQUIRE(pod.ops.add_default_route(AF_INET, "10.244.1.1", pod.eth0) == AddOutcome::Added);
+  REQUIRE(pod.ops.add_default_route(AF_INET, ip("10.244.1.1"), pod.eth0) == AddOutcome::Added);
   pod.state->fail_next(FakeOp::DeleteRoute, NLE_BUSY);
   CHECK_THROWS_AS(pod.ops.delete_default_routes(AF_INET, 0), CniError);
   CHECK(pod.ops.delete_default_routes(AF_INET, 0).size() == 1);

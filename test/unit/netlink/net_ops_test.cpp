@@ -9,10 +9,14 @@
 #include "cni/error.h"
 #include "netlink/fake_net_ops.h"
 #include "cni_error_of.h"
+#include "net_specs.h"
 
 using namespace manifold::netlink;
 using manifold::cni::CniError;
 using manifold::test::code_of;
+using manifold::test::cidr;
+using manifold::test::ip;
+using manifold::test::text;
 
 TEST_CASE("first_free_table skips used and reserved IDs", "[netlink]") {
   CHECK(first_free_table(1000, {}) == 1000);
@@ -36,10 +40,10 @@ TEST_CASE("NetOps validates input before the implementation sees it", "[netlink]
   CHECK(code_of([&] { (void)ops.list_routes(AF_INET, -1); }) == 7);
   CHECK(code_of([&] { (void)ops.list_rules(AF_PACKET); }) == 7);
   RouteSpec no_hop;
-  no_hop.dst = "10.0.0.0/8";
+  no_hop.dst = cidr("10.0.0.0/8");
   CHECK(code_of([&] { (void)ops.add_route(no_hop); }) == 7);  // needs a gateway or a device
   RouteSpec host_bits;
-  host_bits.dst = "10.0.0.1/8";
+  host_bits.dst = cidr("10.0.0.1/8");
   host_bits.ifindex = 1;
   CHECK(code_of([&] { (void)ops.delete_route(host_bits); }) == 7);
   RuleSpec no_family;
@@ -48,7 +52,7 @@ TEST_CASE("NetOps validates input before the implementation sees it", "[netlink]
   CHECK(code_of([&] { (void)ops.find_free_table(0); }) == 7);
   CHECK(code_of([&] { (void)ops.delete_default_routes(AF_UNSPEC, 0); }) == 7);
   CHECK(code_of([&] { (void)ops.delete_default_routes(AF_INET, -1); }) == 7);
-  CHECK(code_of([&] { (void)ops.add_default_route(AF_INET6, "10.0.0.1", 1); }) == 7);
+  CHECK(code_of([&] { (void)ops.add_default_route(AF_INET6, ip("10.0.0.1"), 1); }) == 7);
   CHECK(state->journal.empty());  // nothing reached the namespace
 }
 
@@ -61,21 +65,21 @@ TEST_CASE("default-route helpers keep exactly one default per family", "[netlink
   state->add_address(eth0, "fd00:1::5/64");
   state->add_address(net1, "fd00:2::5/64");
   FakeNetOps ops(state);
-  REQUIRE(ops.add_default_route(AF_INET, "10.244.1.1", eth0) == AddOutcome::Added);
-  REQUIRE(ops.add_default_route(AF_INET6, "fd00:1::1", eth0) == AddOutcome::Added);
-  REQUIRE(ops.add_default_route(AF_INET, "10.244.1.1", eth0) == AddOutcome::Exists);
+  REQUIRE(ops.add_default_route(AF_INET, ip("10.244.1.1"), eth0) == AddOutcome::Added);
+  REQUIRE(ops.add_default_route(AF_INET6, ip("fd00:1::1"), eth0) == AddOutcome::Added);
+  REQUIRE(ops.add_default_route(AF_INET, ip("10.244.1.1"), eth0) == AddOutcome::Exists);
 
   // Move the IPv4 default to net1: delete the others, then add.
   const std::vector<RouteSpec> removed = ops.delete_default_routes(AF_INET, net1);
   REQUIRE(removed.size() == 1);
-  CHECK(removed[0].gw == "10.244.1.1");
+  CHECK(text(removed[0].gw) == "10.244.1.1");
   CHECK(removed[0].ifindex == eth0);
-  CHECK(ops.add_default_route(AF_INET, "192.168.10.1", net1) == AddOutcome::Added);
+  CHECK(ops.add_default_route(AF_INET, ip("192.168.10.1"), net1) == AddOutcome::Added);
 
   auto defaults = [&](int family) {
     std::vector<RouteSpec> out;
     for (const RouteSpec& r : ops.list_routes(family, kMainTable)) {
-      if (r.dst.empty()) out.push_back(r);
+      if (!r.dst) out.push_back(r);
     }
     return out;
   };

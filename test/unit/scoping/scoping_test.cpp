@@ -17,6 +17,7 @@
 #include "firewall/rules.h"
 #include "netlink/fake_net_ops.h"
 #include "cni_error_of.h"
+#include "net_specs.h"
 
 using namespace manifold;
 using namespace manifold::scoping;
@@ -24,6 +25,8 @@ using firewall::Backend;
 using firewall::Family;
 using manifold::cni::CniError;
 using manifold::test::code_of;
+using manifold::test::cidr;
+using manifold::test::ip;
 
 namespace {
 
@@ -59,10 +62,10 @@ struct World {
     net1 = state->add_link("net1");
     state->add_address(eth0, "10.244.1.5/24");
     state->add_address(net1, "192.168.10.5/24");
-    REQUIRE(ops.add_default_route(AF_INET, "10.244.1.1", eth0) == netlink::AddOutcome::Added);
+    REQUIRE(ops.add_default_route(AF_INET, ip("10.244.1.1"), eth0) == netlink::AddOutcome::Added);
     netlink::RouteSpec ipam;
-    ipam.dst = "192.168.20.0/24";
-    ipam.gw = "192.168.10.1";
+    ipam.dst = cidr("192.168.20.0/24");
+    ipam.gw = ip("192.168.10.1");
     ipam.ifindex = net1;
     REQUIRE(ops.add_route(ipam) == netlink::AddOutcome::Added);
   }
@@ -372,7 +375,7 @@ TEST_CASE("scoping: CHECK fails after each single deletion", "[plugin]") {
     (void)apply_default_route_step(w.env, default_route_requests({plan}), {{"net1", &r}});
     REQUIRE(check_scoping(w.env, with_default).empty());
     netlink::RouteSpec def;
-    def.gw = "192.168.10.1";
+    def.gw = ip("192.168.10.1");
     REQUIRE(w.ops.delete_route(def) == netlink::DeleteOutcome::Deleted);
     const auto diffs = check_scoping(w.env, with_default);
     REQUIRE(diffs.size() == 1);
@@ -411,7 +414,7 @@ TEST_CASE("scoping: the default-route step moves the route and rewrites the resu
   CHECK(cni::default_route_gateways(net1) == std::vector<std::string>{"192.168.10.1"});
   std::vector<std::string> defaults;
   for (const auto& r : w.ops.list_routes(AF_INET, netlink::kMainTable))
-    if (r.dst.empty()) defaults.push_back(netlink::to_string(r));
+    if (!r.dst) defaults.push_back(netlink::to_string(r));
   CHECK(defaults == std::vector<std::string>{"default via 192.168.10.1 dev #3 proto boot"});
 
   // A refused route changes neither the namespace nor the results.
@@ -420,7 +423,7 @@ TEST_CASE("scoping: the default-route step moves the route and rewrites the resu
   cni::Result net1_copy = net1_result();
   const cni::Result net1_before = net1_copy;
   CHECK(code_of([&] {
-          (void)apply_default_route_step(w2.env, {{"net1", AF_INET, "172.16.0.1"}},
+          (void)apply_default_route_step(w2.env, {{"net1", AF_INET, ip("172.16.0.1")}},
                                          {{"net1", &net1_copy}});
         }) == 105);
   CHECK(net1_copy == net1_before);

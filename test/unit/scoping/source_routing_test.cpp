@@ -1,4 +1,4 @@
-// Unit tests for lib/netlink/source_routing against FakeNetOps: the layered config and every
+// Unit tests for lib/scoping/source_routing against FakeNetOps: the layered config and every
 // validation error, golden routing plans for the reference topology (IPv4 and IPv6), table
 // picking, gateway precedence, apply (main untouched, self-rollback), re-apply idempotency,
 // remove with and without a state, CHECK failures, and the state codec.
@@ -13,16 +13,20 @@
 #include "cni/error.h"
 #include "netlink/fake_net_ops.h"
 #include "cni_error_of.h"
+#include "net_specs.h"
 
 using namespace manifold;
 using namespace manifold::netlink;
 using namespace manifold::scoping;
 using manifold::cni::CniError;
 using manifold::test::code_of;
+using manifold::test::cidr;
+using manifold::test::ip;
+using manifold::test::text;
 
 namespace {
 
-// The reference pod (mesh-and-routing.md §4.8): eth0 10.244.1.5/24 with the default route, net1
+// The reference pod: eth0 10.244.1.5/24 with the default route, net1
 // 192.168.10.5/24 with an IPAM route to 192.168.20.0/24 via 192.168.10.1.
 struct Pod {
   std::shared_ptr<FakeNetnsState> state = FakeNetnsState::with_defaults();
@@ -35,10 +39,10 @@ struct Pod {
     net1 = state->add_link("net1");
     state->add_address(eth0, "10.244.1.5/24");
     state->add_address(net1, "192.168.10.5/24");
-    REQUIRE(ops.add_default_route(AF_INET, "10.244.1.1", eth0) == AddOutcome::Added);
+    REQUIRE(ops.add_default_route(AF_INET, ip("10.244.1.1"), eth0) == AddOutcome::Added);
     RouteSpec ipam;
-    ipam.dst = "192.168.20.0/24";
-    ipam.gw = "192.168.10.1";
+    ipam.dst = cidr("192.168.20.0/24");
+    ipam.gw = ip("192.168.10.1");
     ipam.ifindex = net1;
     REQUIRE(ops.add_route(ipam) == AddOutcome::Added);
     state->journal.clear();
@@ -75,8 +79,8 @@ TEST_CASE("source routing config: defaults and canonical form", "[netlink]") {
         R"({"enabled":false,"table":0,"tableBase":1000,"rulePriority":30000,"gateways":[]})");
   const SourceRoutingConfig full = parse_source_routing_config(Json::parse(
       R"({"enabled":true,"table":7,"tableBase":5,"rulePriority":100,"gateways":["2001:DB8::1","10.0.0.1"]})"));
-  CHECK(full.gateway_v4 == "10.0.0.1");
-  CHECK(full.gateway_v6 == "2001:db8::1");
+  CHECK(text(full.gateway_v4) == "10.0.0.1");
+  CHECK(text(full.gateway_v6) == "2001:db8::1");
   CHECK(parse_source_routing_config(full.to_json()) == full);
   // null means "this key's default"
   CHECK(parse_source_routing_config(Json::parse(R"({"tableBase":null,"enabled":null})")) == cfg);
@@ -192,7 +196,7 @@ TEST_CASE("source routing plan: tables are picked per IP, or configured", "[netl
 TEST_CASE("source routing plan: configured gateways win and replace a copied default", "[netlink]") {
   Pod pod;
   RouteSpec def;
-  def.gw = "192.168.10.254";
+  def.gw = ip("192.168.10.254");
   def.ifindex = pod.net1;
   def.priority = 50;
   REQUIRE(pod.ops.add_route(def) == AddOutcome::Added);  // a second default, via net1
@@ -257,8 +261,8 @@ TEST_CASE("source routing apply: a re-ADD drops stale routes of its picked table
   Pod pod;
   (void)apply_source_routing(pod.ops, plan_source_routing(pod.ops, enabled(), "net1", kNet1));
   RouteSpec stale;
-  stale.dst = "172.16.0.0/12";
-  stale.gw = "192.168.10.1";
+  stale.dst = cidr("172.16.0.0/12");
+  stale.gw = ip("192.168.10.1");
   stale.ifindex = pod.net1;
   stale.table = 1000;
   REQUIRE(pod.ops.add_route(stale) == AddOutcome::Added);
@@ -306,7 +310,7 @@ TEST_CASE("source routing remove: without a state, from the attachment's IPs", "
   pod.state->add_address(pod.eth0, "10.244.1.6/24");
   (void)apply_source_routing(pod.ops, plan_source_routing(pod.ops, enabled(), "net1", kNet1));
   // Someone else's rule at our priority, from another IP, must survive.
-  RuleSpec other{AF_INET, "10.244.1.6/32", 500, 30000};
+  RuleSpec other{AF_INET, cidr("10.244.1.6/32"), 500, 30000};
   REQUIRE(pod.ops.add_rule(other) == AddOutcome::Added);
   const auto main_before = pod.table(kMainTable);
   remove_source_routing_by_ips(pod.ops, "net1", 30000, {"192.168.10.5/24"});
@@ -348,7 +352,7 @@ TEST_CASE("source routing check: fails after each single deletion or change", "[
   }
 
   RouteSpec extra;
-  extra.dst = "172.16.0.0/12";
+  extra.dst = cidr("172.16.0.0/12");
   extra.ifindex = pod.net1;
   extra.table = 1000;
   REQUIRE(pod.ops.add_route(extra) == AddOutcome::Added);
@@ -357,7 +361,7 @@ TEST_CASE("source routing check: fails after each single deletion or change", "[
   CHECK(diffs[0].find("unexpected route") != std::string::npos);
   reset();
 
-  RuleSpec second{AF_INET, "192.168.10.5/32", 1234, 30000};
+  RuleSpec second{AF_INET, cidr("192.168.10.5/32"), 1234, 30000};
   REQUIRE(pod.ops.add_rule(second) == AddOutcome::Added);
   diffs = check_source_routing(pod.ops, state);
   REQUIRE(diffs.size() == 1);
@@ -366,7 +370,7 @@ TEST_CASE("source routing check: fails after each single deletion or change", "[
 
   // The default route of the table via another gateway.
   REQUIRE(pod.ops.delete_route(state.routes.back()) == DeleteOutcome::Deleted);
-  REQUIRE(pod.ops.add_default_route(AF_INET, "192.168.10.2", pod.net1, 1000) == AddOutcome::Added);
+  REQUIRE(pod.ops.add_default_route(AF_INET, ip("192.168.10.2"), pod.net1, 1000) == AddOutcome::Added);
   diffs = check_source_routing(pod.ops, state);
   REQUIRE(diffs.size() == 1);
   CHECK(diffs[0].find("differs") != std::string::npos);

@@ -1,13 +1,17 @@
-// Unit tests for util/ip.h: address and CIDR parsing and rendering, default-route detection and MAC
-// validation, including hostile input (empty, oversized, embedded NUL, out-of-range lengths).
+// Unit tests for util/ip.h: address and CIDR parsing and rendering, masking and containment,
+// default-route detection and MAC validation, including hostile input (empty, oversized, embedded
+// NUL, zone IDs, out-of-range lengths).
 #include "util/ip.h"
 
 #include <catch2/catch.hpp>
 #include <string>
 
+using manifold::util::IpAddress;
+using manifold::util::IpPrefix;
 using manifold::util::is_default_route_dst;
 using manifold::util::parse_cidr;
 using manifold::util::parse_ip;
+using manifold::util::parse_ip_or_cidr;
 using manifold::util::valid_mac;
 
 TEST_CASE("parse_ip accepts IPv4 and IPv6 and renders canonically", "[util]") {
@@ -127,4 +131,79 @@ TEST_CASE("valid_mac rejects malformed and hostile input", "[util]") {
     INFO("input: " << bad);
     CHECK_FALSE(valid_mac(bad));
   }
+}
+
+TEST_CASE("parse_ip accepts IPv4 and IPv6 and prints them canonically", "[util]") {
+  const auto v4 = parse_ip("192.0.2.5");
+  REQUIRE(v4);
+  CHECK(v4->family == 4);
+  CHECK(v4->bits() == 32);
+  CHECK(IpPrefix::host(*v4).str() == "192.0.2.5/32");
+  CHECK(v4->family_name() == "IPv4");
+
+  const auto v6 = parse_ip("2001:DB8:0:0::0:1");
+  REQUIRE(v6);
+  CHECK(v6->family == 6);
+  CHECK(v6->bits() == 128);
+  CHECK(v6->str() == "2001:db8::1");
+  CHECK(v6->family_name() == "IPv6");
+
+  const auto mapped = parse_ip("::ffff:192.0.2.1");
+  REQUIRE(mapped);
+  CHECK(mapped->family == 6);
+}
+
+TEST_CASE("parse_ip rejects garbage, zone IDs, prefixes and overlong input", "[util]") {
+  for (const char* bad :
+       {"", "192.0.2", "192.0.2.256", "192.0.2.1 ", " 192.0.2.1", "010.0.0.1", "fe80::1%eth0",
+        "1.2.3.4/24", "2001:db8::g", "hostname", "::1::2", "192.0.2.1\n"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_ip(bad));
+  }
+  CHECK_FALSE(parse_ip(std::string(200, '1')));
+  CHECK_FALSE(parse_ip(std::string("1.2.3.4\0", 8)));
+}
+
+TEST_CASE("parse_ip_or_cidr handles lengths strictly; a bare address is a host prefix", "[util]") {
+  const auto p = parse_ip_or_cidr("10.1.2.3/16");
+  REQUIRE(p);
+  CHECK(p->prefix_len == 16);
+  CHECK(p->str() == "10.1.2.3/16");
+  CHECK(parse_ip_or_cidr("10.1.2.3")->prefix_len == 32);
+  CHECK(parse_ip_or_cidr("2001:db8::5")->str() == "2001:db8::5/128");
+  CHECK(parse_ip_or_cidr("2001:db8::/64")->str() == "2001:db8::/64");
+  CHECK(parse_ip_or_cidr("0.0.0.0/0")->prefix_len == 0);
+  CHECK_FALSE(parse_cidr("10.1.2.3"));  // parse_cidr wants the length
+  for (const char* bad :
+       {"10.0.0.0/33", "2001:db8::/129", "10.0.0.0/", "10.0.0.0/-1", "10.0.0.0/+8", "10.0.0.0/08",
+        "10.0.0.0/8/8", "/8", "10.0.0.0/1000", "10.0.0.0/ 8", "", "garbage"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_ip_or_cidr(bad));
+  }
+}
+
+TEST_CASE("masking and containment", "[util]") {
+  const IpPrefix p = *parse_cidr("192.0.2.77/26");
+  CHECK_FALSE(p.is_masked());
+  CHECK(p.masked().str() == "192.0.2.64/26");
+  CHECK(p.masked().is_masked());
+  CHECK(parse_cidr("2001:db8:1:2::5/60")->masked().str() == "2001:db8:1::/60");
+  CHECK(parse_cidr("10.0.0.1/0")->masked().str() == "0.0.0.0/0");
+
+  const IpPrefix net = *parse_cidr("192.0.2.0/24");
+  CHECK(net.contains(*parse_ip("192.0.2.1")));
+  CHECK(net.contains(*parse_cidr("192.0.2.128/25")));
+  CHECK_FALSE(net.contains(*parse_ip("192.0.3.1")));
+  CHECK_FALSE(net.contains(*parse_cidr("192.0.0.0/16")));  // shorter prefix is not inside
+  CHECK_FALSE(net.contains(*parse_ip("2001:db8::1")));     // other family
+  CHECK(parse_cidr("0.0.0.0/0")->contains(*parse_ip("203.0.113.9")));
+  CHECK(parse_cidr("192.0.2.77/24")->contains(*parse_ip("192.0.2.1")));  // host bits ignored
+}
+
+TEST_CASE("IPv6 link-local addresses are recognised", "[util]") {
+  CHECK(parse_ip("fe80::1")->is_ipv6_link_local());
+  CHECK(parse_ip("febf:ffff::1")->is_ipv6_link_local());
+  CHECK_FALSE(parse_ip("fec0::1")->is_ipv6_link_local());
+  CHECK_FALSE(parse_ip("2001:db8::1")->is_ipv6_link_local());
+  CHECK_FALSE(parse_ip("254.128.0.1")->is_ipv6_link_local());  // same bytes, IPv4
 }
