@@ -8,6 +8,7 @@
 #include "cni/error.h"
 #include "netlink/error.h"
 #include "netlink/nl_socket.h"
+#include "util/ifname.h"
 
 namespace manifold::netlink {
 namespace {
@@ -37,16 +38,8 @@ std::string to_string(const LinkInfo& link) {
   return out;
 }
 
-bool is_valid_ifname(std::string_view name) noexcept {
-  if (name.empty() || name.size() > 15 || name == "." || name == "..") return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '.' || c == '-';
-  });
-}
-
 void validate_ifname(std::string_view name) {
-  if (is_valid_ifname(name)) return;
+  if (util::is_valid_ifname(name)) return;
   std::string shown(name.substr(0, 64));
   for (char& c : shown) {
     if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';

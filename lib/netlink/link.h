@@ -30,10 +30,7 @@ struct LinkInfo {
 /// One-line description: "3: net1 (veth) mac 02:42:ac:11:00:02 mtu 1500 up".
 std::string to_string(const LinkInfo& link);
 
-/// True when `name` is an acceptable interface name (1–15 of [A-Za-z0-9_.-], not "." or "..").
-bool is_valid_ifname(std::string_view name) noexcept;
-
-/// Throws CniError(InvalidConfig) naming `name` unless is_valid_ifname(name).
+/// Throws CniError(InvalidConfig) naming `name` unless util::is_valid_ifname(name).
 void validate_ifname(std::string_view name);
 
 /// Formats hardware-address bytes as lower-case colon-separated hex; "" for zero bytes.

@@ -14,6 +14,7 @@
 #include "util/ip.h"
 #include "util/log.h"
 #include "util/quote.h"
+#include "util/ifname.h"
 
 namespace manifold::scoping {
 
@@ -48,7 +49,7 @@ std::vector<DefaultRouteRequest> plan_default_routes(const DefaultRouteSelection
   std::map<int, std::string> chosen;  // family → ifname that asked for it
   for (const auto& [ifname, gateways] : selections) {
     if (gateways.empty()) continue;
-    if (!is_valid_ifname(ifname))
+    if (!util::is_valid_ifname(ifname))
       cni::throw_invalid_config("invalid default-route: interface name \"" +
                                 util::printable(ifname) +
                                 "\" must be 1-15 characters of [A-Za-z0-9_.-]");

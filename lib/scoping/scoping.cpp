@@ -17,6 +17,7 @@
 #include "scoping/mesh_config.h"
 #include "util/ip.h"
 #include "util/log.h"
+#include "util/ifname.h"
 
 namespace manifold::scoping {
 
@@ -163,7 +164,7 @@ ScopingPlan ScopingPlan::from_json(const Json& j) {
   ScopingPlan plan;
   const auto ifname = j.find("ifname");
   if (ifname == j.end() || !ifname->is_string() ||
-      !netlink::is_valid_ifname(ifname->get_ref<const std::string&>()))
+      !util::is_valid_ifname(ifname->get_ref<const std::string&>()))
     bad_state("plan.ifname", "is missing or not a valid interface name");
   plan.ifname = ifname->get<std::string>();
   const auto routes = j.find("defaultRoute");

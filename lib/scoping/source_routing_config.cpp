@@ -6,13 +6,14 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "cni/config_reader.h"
 #include "cni/error.h"
 #include "netlink/route.h"
 #include "scoping/config_layers.h"
-#include "util/quote.h"
 
 namespace manifold::scoping {
 
@@ -21,49 +22,24 @@ namespace {
 constexpr std::array<std::string_view, 5> kKnownKeys = {"enabled", "table", "tableBase",
                                                         "rulePriority", "gateways"};
 
-std::string echo_json(const Json& value) {
-  if (value.is_string()) return "\"" + util::printable(value.get_ref<const std::string&>()) + "\"";
-  return util::printable(value.dump(-1, ' ', false, Json::error_handler_t::replace));
-}
-
-[[noreturn]] void bad_field(std::string_view key, const std::string& why) {
-  cni::throw_invalid_config("invalid sourceRouting." + std::string(key) + ": " + why);
-}
-
-int read_int(const Json& v, std::string_view key, long long lo, long long hi) {
-  if (!v.is_number_integer())
-    bad_field(key, echo_json(v) + " is not an integer (" + std::to_string(lo) + "-" +
-                       std::to_string(hi) + ")");
-  long long n = 0;
-  if (v.is_number_unsigned()) {
-    const auto u = v.get<unsigned long long>();
-    n = u > static_cast<unsigned long long>(LLONG_MAX) ? LLONG_MAX : static_cast<long long>(u);
-  } else {
-    n = v.get<long long>();
+/// Refuses the kernel's reserved tables (253 default, 254 main, 255 local).
+std::optional<int> checked_table(const cni::ConfigReader& r, std::optional<int> table) {
+  if (table && *table >= netlink::kDefaultTable && *table <= netlink::kLocalTable) {
+    r.fail("table", std::to_string(*table) + " is a reserved table (253 default, 254 main, 255 local)");
+    return std::nullopt;
   }
-  if (n < lo || n > hi)
-    bad_field(key, echo_json(v) + " is out of range (" + std::to_string(lo) + "-" +
-                       std::to_string(hi) + ")");
-  return static_cast<int>(n);
-}
-
-int read_table(const Json& v) {
-  const int table = read_int(v, "table", 0, INT_MAX);
-  if (table >= netlink::kDefaultTable && table <= netlink::kLocalTable)
-    bad_field("table", std::to_string(table) +
-                           " is a reserved table (253 default, 254 main, 255 local)");
   return table;
 }
 
-void read_gateways(const Json& v, SourceRoutingConfig& cfg) {
+void read_gateways(const cni::ConfigReader& r, const Json& v, SourceRoutingConfig& cfg) {
   if (!v.is_array() || v.size() > 2)
-    bad_field("gateways", echo_json(v) + " is not a list of at most two IP addresses");
+    return r.fail("gateways", r.echo(v) + " is not a list of at most two IP addresses");
   for (const Json& gw : v) {
     const std::optional<util::IpAddress> ip =
         gw.is_string() ? util::parse_ip(gw.get_ref<const std::string&>()) : std::nullopt;
-    if (!ip) bad_field("gateways", echo_json(gw) + " is not an IP address");
+    if (!ip) return r.fail("gateways", r.echo(gw) + " is not an IP address");
     std::optional<util::IpAddress>& slot = ip->family == 4 ? cfg.gateway_v4 : cfg.gateway_v6;
-    if (slot) bad_field("gateways", "more than one " + ip->family_name() + " gateway");
+    if (slot) return r.fail("gateways", "more than one " + ip->family_name() + " gateway");
     slot = *ip;
   }
 }
@@ -89,25 +65,14 @@ SourceRoutingConfig merge_source_routing_layers(const Json& top, const Json& del
 
 SourceRoutingConfig parse_source_routing_config(const Json& sr) {
   SourceRoutingConfig cfg;
-  if (sr.is_null()) return cfg;
-  if (!sr.is_object()) cni::throw_invalid_config("invalid sourceRouting: not an object");
-  for (const auto& [key, value] : sr.items()) {
-    if (std::find(kKnownKeys.begin(), kKnownKeys.end(), key) == kKnownKeys.end())
-      bad_field(util::printable(key), "unknown key");
-  }
-  auto get = [&](std::string_view key) -> const Json* {
-    auto it = sr.find(std::string(key));
-    return (it == sr.end() || it->is_null()) ? nullptr : &*it;
-  };
-  if (const Json* v = get("enabled")) {
-    if (!v->is_boolean()) bad_field("enabled", echo_json(*v) + " is not a boolean");
-    cfg.enabled = v->get<bool>();
-  }
-  if (const Json* v = get("table")) cfg.table = read_table(*v);
-  if (const Json* v = get("tableBase")) cfg.table_base = read_int(*v, "tableBase", 1, INT_MAX);
-  if (const Json* v = get("rulePriority"))
-    cfg.rule_priority = read_int(*v, "rulePriority", 1, kMaxSourceRulePriority);
-  if (const Json* v = get("gateways")) read_gateways(*v, cfg);
+  cni::ProblemReport report;  // throws at the first problem
+  const cni::ConfigReader r(sr, "$.sourceRouting", "sourceRouting", report);
+  r.reject_unknown(kKnownKeys);
+  if (auto v = r.read_bool("enabled")) cfg.enabled = *v;
+  if (auto v = checked_table(r, r.read_int("table", 0, INT_MAX))) cfg.table = *v;
+  if (auto v = r.read_int("tableBase", 1, INT_MAX)) cfg.table_base = *v;
+  if (auto v = r.read_int("rulePriority", 1, kMaxSourceRulePriority)) cfg.rule_priority = *v;
+  if (const Json* v = r.get("gateways")) read_gateways(r, *v, cfg);
   return cfg;
 }
 

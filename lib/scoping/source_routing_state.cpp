@@ -12,6 +12,7 @@
 #include "cni/error.h"
 #include "netlink/convert.h"
 #include "netlink/link.h"
+#include "util/ifname.h"
 
 namespace manifold::scoping {
 
@@ -48,7 +49,7 @@ SourceRoutingState SourceRoutingState::from_json(const Json& j) {
   SourceRoutingState s;
   const auto ifname = j.find("ifname");
   if (ifname == j.end() || !ifname->is_string() ||
-      !is_valid_ifname(ifname->get_ref<const std::string&>()))
+      !util::is_valid_ifname(ifname->get_ref<const std::string&>()))
     bad_state("ifname", "is missing or not a valid interface name");
   s.ifname = ifname->get<std::string>();
   s.priority = detail::json_int(j, "source-routing state", "priority", 1, kMaxSourceRulePriority,

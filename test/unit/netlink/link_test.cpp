@@ -10,16 +10,14 @@ using namespace manifold::netlink;
 TEST_CASE("interface names are validated", "[netlink]") {
   for (const char* good : {"eth0", "net1", "a", "veth-1.100", "ABC_def", "123456789012345"}) {
     INFO(good);
-    CHECK(is_valid_ifname(good));
     CHECK_NOTHROW(validate_ifname(good));
   }
   for (const char* bad : {"", ".", "..", "1234567890123456", "eth 0", "eth0/1", "eth:0", "eth0\n",
                           "eth0;rm", "\xc3\xa9th0", "a@b"}) {
     INFO(bad);
-    CHECK_FALSE(is_valid_ifname(bad));
     CHECK_THROWS_AS(validate_ifname(bad), manifold::cni::CniError);
   }
-  CHECK_FALSE(is_valid_ifname(std::string_view("eth\0", 4)));
+  CHECK_THROWS_AS(validate_ifname(std::string_view("eth\0", 4)), manifold::cni::CniError);
   try {
     validate_ifname("bad\x01name");
     FAIL("no exception");
