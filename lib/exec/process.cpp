@@ -407,7 +407,7 @@ void record_status(std::optional<int> status, ProcessResult& result) {
 
 /// Spawns the child (new process group, default signals, the pipes on 0–2, nothing else open),
 /// retrying ETXTBSY with a doubling back-off. Returns 0 and sets `pid`, or the spawn errno.
-int spawn(Sleeper& sleeper, const std::string& path, const std::vector<std::string>& argv,
+int spawn(util::Sleeper& sleeper, const std::string& path, const std::vector<std::string>& argv,
           const std::vector<std::string>& env, const Pipe& in, const Pipe& out, const Pipe& err,
           pid_t& pid) {
   SpawnAttributes attributes;
@@ -426,7 +426,7 @@ int spawn(Sleeper& sleeper, const std::string& path, const std::vector<std::stri
 
 RealProcessRunner::RealProcessRunner() : sleeper_(own_sleeper_) {}
 
-RealProcessRunner::RealProcessRunner(Sleeper& sleeper, bool use_pidfd)
+RealProcessRunner::RealProcessRunner(util::Sleeper& sleeper, bool use_pidfd)
     : sleeper_(sleeper), use_pidfd_(use_pidfd) {}
 
 ProcessResult RealProcessRunner::run(const ProcessRequest& request) {

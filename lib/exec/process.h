@@ -5,7 +5,7 @@
 // captured output, kills the whole group on timeout, retries "text file busy" and always reaps.
 #pragma once
 
-#include "util/sleeper.h"
+#include "util/clock.h"
 
 #include <chrono>
 #include <cstddef>
@@ -64,11 +64,6 @@ class ProcessRunner {
   virtual ProcessResult run(const ProcessRequest& request) = 0;
 };
 
-/// Pauses the calling thread (util::Sleeper).
-using Sleeper = util::Sleeper;
-/// The real Sleeper.
-using RealSleeper = util::RealSleeper;
-
 /// Spawns real processes with posix_spawn.
 class RealProcessRunner final : public ProcessRunner {
  public:
@@ -83,7 +78,7 @@ class RealProcessRunner final : public ProcessRunner {
   /// Uses `sleeper` (which must outlive the runner) for the ETXTBSY back-off. With `use_pidfd`
   /// false, child exit is noticed by the short poll tick used on kernels without pidfd_open
   /// (before 5.3) even where pidfds exist, so tests can exercise that path.
-  explicit RealProcessRunner(Sleeper& sleeper, bool use_pidfd = true);
+  explicit RealProcessRunner(util::Sleeper& sleeper, bool use_pidfd = true);
   RealProcessRunner(const RealProcessRunner&) = delete;
   RealProcessRunner& operator=(const RealProcessRunner&) = delete;
 
@@ -91,8 +86,8 @@ class RealProcessRunner final : public ProcessRunner {
   ProcessResult run(const ProcessRequest& request) override;
 
  private:
-  RealSleeper own_sleeper_;
-  Sleeper& sleeper_;
+  util::RealSleeper own_sleeper_;
+  util::Sleeper& sleeper_;
   bool use_pidfd_ = true;
 };
 

@@ -22,37 +22,11 @@
 #include <string_view>
 #include <vector>
 
+#include "util/clock.h"
 #include "util/json.h"
 #include "util/log.h"
 
 namespace manifold::util {
-
-/// Wall-clock time (names backups and decides their age).
-class WallClock {
- public:
-  virtual ~WallClock() = default;
-  /// The current time.
-  virtual std::chrono::system_clock::time_point now() const = 0;
-};
-
-/// std::chrono::system_clock.
-class SystemWallClock final : public WallClock {
- public:
-  std::chrono::system_clock::time_point now() const override { return std::chrono::system_clock::now(); }
-};
-
-/// A wall clock that only moves when told to (tests).
-class FakeWallClock final : public WallClock {
- public:
-  /// Starts at `start`.
-  explicit FakeWallClock(std::chrono::system_clock::time_point start) : now_(start) {}
-  std::chrono::system_clock::time_point now() const override { return now_; }
-  /// Moves the clock forward.
-  void advance(std::chrono::system_clock::duration by) { now_ += by; }
-
- private:
-  std::chrono::system_clock::time_point now_;
-};
 
 /// Writes a gzip-format copy of a file.
 class Compressor {
