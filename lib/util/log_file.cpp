@@ -16,10 +16,13 @@
 #include <ctime>
 #include <filesystem>
 #include <stdexcept>
+#include <utility>
 
 #if defined(MANIFOLD_HAVE_ZLIB)
 #include <zlib.h>
 #endif
+
+#include "util/unique_fd.h"
 
 namespace manifold::util {
 
@@ -27,26 +30,6 @@ namespace fs = std::filesystem;
 using std::chrono::system_clock;
 
 namespace {
-
-// Owns one file descriptor.
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-
- private:
-  int fd_;
-};
 
 void note_stderr(const std::string& text) {
   std::string line = rfc3339_now() + " [error] " + text + "\n";
@@ -168,9 +151,9 @@ std::vector<Backup> find_backups(const std::string& log_path) {
 class ZlibCompressor final : public Compressor {
  public:
   void gzip_file(const std::string& src, const std::string& dst) override {
-    Fd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC));
+    UniqueFd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC));
     if (in.get() < 0) throw std::runtime_error("cannot open " + src + ": " + std::strerror(errno));
-    Fd out(::open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    UniqueFd out(::open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     if (out.get() < 0) throw std::runtime_error("cannot create " + dst + ": " + std::strerror(errno));
     gzFile gz = gzdopen(out.release(), "wb6");
     if (gz == nullptr) throw std::runtime_error("gzdopen failed for " + dst);
@@ -202,9 +185,9 @@ class GzipProcessCompressor final : public Compressor {
       }
     }
     if (gzip.empty()) throw std::runtime_error("no gzip executable found to compress " + src);
-    Fd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC));
+    UniqueFd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC));
     if (in.get() < 0) throw std::runtime_error("cannot open " + src + ": " + std::strerror(errno));
-    Fd out(::open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    UniqueFd out(::open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     if (out.get() < 0) throw std::runtime_error("cannot create " + dst + ": " + std::strerror(errno));
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
@@ -314,38 +297,35 @@ FileLogSink::FileLogSink(std::string path, RotationPolicy policy, std::shared_pt
       clock_(clock ? std::move(clock) : std::make_shared<SystemWallClock>()),
       compressor_(std::move(compressor)),
       background_(background ? std::move(background) : std::make_shared<InlineRunner>()) {
-  fd_ = open_append(path_);
+  fd_.reset(open_append(path_));
 }
 
 FileLogSink::FileLogSink(const std::string& path) : FileLogSink(path, RotationPolicy{}) {}
 
-FileLogSink::~FileLogSink() {
-  if (fd_ >= 0) ::close(fd_);
-}
+FileLogSink::~FileLogSink() = default;
 
 void FileLogSink::reopen() {
-  int fd = open_append(path_);
-  if (fd < 0) note_stderr("cannot reopen logFile " + path_ + ": " + std::strerror(errno) + "; logging to stderr");
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
+  UniqueFd fd(open_append(path_));
+  if (!fd.valid()) note_stderr("cannot reopen logFile " + path_ + ": " + std::strerror(errno) + "; logging to stderr");
+  fd_ = std::move(fd);
 }
 
 void FileLogSink::rotate_if_needed(std::size_t incoming) {
   struct stat held {}, named {};
-  if (::fstat(fd_, &held) != 0) return;
+  if (::fstat(fd_.get(), &held) != 0) return;
   // The path may have been rotated (or removed) by another process since we opened it.
   if (::stat(path_.c_str(), &named) != 0 || named.st_ino != held.st_ino || named.st_dev != held.st_dev) {
     reopen();
-    if (fd_ < 0 || ::fstat(fd_, &held) != 0) return;
+    if (!fd_.valid() || ::fstat(fd_.get(), &held) != 0) return;
   }
   auto size = static_cast<std::uint64_t>(held.st_size);
   if (size == 0 || size + incoming <= policy_.max_size_bytes) return;
 
   std::string backup;
-  int old_fd = -1;
+  UniqueFd old_fd;
   bool rotated_elsewhere = false;
   {
-    FlockGuard lock(fd_);
+    FlockGuard lock(fd_.get());
     // Re-check under the lock: another process may have rotated while we waited.
     if (::stat(path_.c_str(), &named) != 0 || named.st_ino != held.st_ino || named.st_dev != held.st_dev) {
       rotated_elsewhere = true;
@@ -370,17 +350,16 @@ void FileLogSink::rotate_if_needed(std::size_t incoming) {
       }
       // The new file exists before the lock on the old one is released, so a process waiting for
       // the lock finds the path renamed and reopens it.
-      int fresh = open_append(path_);
-      if (fresh < 0) note_stderr("cannot create logFile " + path_ + " after rotation: " + std::strerror(errno));
-      old_fd = fd_;
-      fd_ = fresh;
+      UniqueFd fresh(open_append(path_));
+      if (!fresh.valid()) note_stderr("cannot create logFile " + path_ + " after rotation: " + std::strerror(errno));
+      old_fd = std::exchange(fd_, std::move(fresh));
     }
   }
   if (rotated_elsewhere) {
     reopen();
     return;
   }
-  ::close(old_fd);
+  old_fd.reset();
   prune_backups();
   finish_backup(backup);
 }
@@ -416,8 +395,8 @@ void FileLogSink::prune_backups() {
 }
 
 void FileLogSink::write_line(std::string_view line) {
-  if (fd_ >= 0 && policy_.max_size_bytes > 0) rotate_if_needed(line.size());
-  if (fd_ < 0 || !write_all(fd_, line)) {
+  if (fd_.valid() && policy_.max_size_bytes > 0) rotate_if_needed(line.size());
+  if (!fd_.valid() || !write_all(fd_.get(), line)) {
     // Disk full or the file went away: continue on stderr rather than lose lines or fail.
     (void)!::write(STDERR_FILENO, line.data(), line.size());
   }

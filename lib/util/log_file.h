@@ -25,6 +25,7 @@
 #include "util/clock.h"
 #include "util/json.h"
 #include "util/log.h"
+#include "util/unique_fd.h"
 
 namespace manifold::util {
 
@@ -93,7 +94,7 @@ class FileLogSink final : public LogSink {
   FileLogSink& operator=(const FileLogSink&) = delete;
 
   /// True when the file is open.
-  bool ok() const { return fd_ >= 0; }
+  bool ok() const { return fd_.valid(); }
   void write_line(std::string_view line) override;
 
  private:
@@ -107,7 +108,7 @@ class FileLogSink final : public LogSink {
   std::shared_ptr<const WallClock> clock_;
   std::shared_ptr<Compressor> compressor_;
   std::shared_ptr<BackgroundRunner> background_;
-  int fd_ = -1;
+  UniqueFd fd_;
 };
 
 /// The backups of log file `path` that exist on disk, newest first (plain and .gz).
