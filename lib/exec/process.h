@@ -1,8 +1,9 @@
 // Running a child process and capturing what it prints. Every delegate plugin (and any other helper
 // binary) is started through the ProcessRunner interface so that command logic can be tested with
-// FakeProcessRunner. RealProcessRunner spawns the program in its own process group with fresh pipes
-// (nothing else inherited), feeds stdin while draining stdout/stderr in one poll loop, caps the
-// captured output, kills the whole group on timeout, retries "text file busy" and always reaps.
+// FakeProcessRunner. RealProcessRunner runs the program with util::run_child: in its own process
+// group with fresh pipes (nothing else inherited), stdin fed while stdout/stderr drain in one poll
+// loop, the captured output capped, the whole group killed on timeout, "text file busy" retried,
+// always reaped.
 #pragma once
 
 #include "util/clock.h"
@@ -64,7 +65,7 @@ class ProcessRunner {
   virtual ProcessResult run(const ProcessRequest& request) = 0;
 };
 
-/// Spawns real processes with posix_spawn.
+/// Runs real processes (util::run_child).
 class RealProcessRunner final : public ProcessRunner {
  public:
   /// How many times a spawn failing with ETXTBSY is retried (an installer may be replacing the

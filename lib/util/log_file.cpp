@@ -1,12 +1,11 @@
 // Implementation of the rotating log file sink (cross-process rotation under flock, timestamped
-// backups, gzip, pruning by count and age), the two compressors, and secret redaction.
+// backups, gzip in the background, pruning by count and age) and secret redaction. The two
+// compressors are in log_file_compress.cpp.
 #include "util/log_file.h"
 
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,10 +17,7 @@
 #include <stdexcept>
 #include <utility>
 
-#if defined(MANIFOLD_HAVE_ZLIB)
-#include <zlib.h>
-#endif
-
+#include "util/child_process.h"
 #include "util/unique_fd.h"
 
 namespace manifold::util {
@@ -146,72 +142,6 @@ std::vector<Backup> find_backups(const std::string& log_path) {
   return out;
 }
 
-#if defined(MANIFOLD_HAVE_ZLIB)
-// gzip with zlib's gz* API, level 6.
-class ZlibCompressor final : public Compressor {
- public:
-  void gzip_file(const std::string& src, const std::string& dst) override {
-    UniqueFd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC));
-    if (in.get() < 0) throw std::runtime_error("cannot open " + src + ": " + std::strerror(errno));
-    UniqueFd out(::open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-    if (out.get() < 0) throw std::runtime_error("cannot create " + dst + ": " + std::strerror(errno));
-    gzFile gz = gzdopen(out.release(), "wb6");
-    if (gz == nullptr) throw std::runtime_error("gzdopen failed for " + dst);
-    std::unique_ptr<gzFile_s, int (*)(gzFile)> guard(gz, gzclose);
-    char buf[1 << 16];
-    for (;;) {
-      ssize_t n = ::read(in.get(), buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) throw std::runtime_error("cannot read " + src + ": " + std::strerror(errno));
-      if (n == 0) break;
-      if (gzwrite(gz, buf, static_cast<unsigned>(n)) != static_cast<int>(n))
-        throw std::runtime_error("cannot write " + dst);
-    }
-    if (gzclose(guard.release()) != Z_OK) throw std::runtime_error("cannot finish " + dst);
-  }
-  std::string name() const override { return "zlib"; }
-};
-#endif
-
-// gzip as a child process: `gzip -c -n` with stdin = src and stdout = dst; no shell.
-class GzipProcessCompressor final : public Compressor {
- public:
-  void gzip_file(const std::string& src, const std::string& dst) override {
-    std::string gzip;
-    for (const char* candidate : {"/usr/bin/gzip", "/bin/gzip", "/usr/local/bin/gzip"}) {
-      if (::access(candidate, X_OK) == 0) {
-        gzip = candidate;
-        break;
-      }
-    }
-    if (gzip.empty()) throw std::runtime_error("no gzip executable found to compress " + src);
-    UniqueFd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC));
-    if (in.get() < 0) throw std::runtime_error("cannot open " + src + ": " + std::strerror(errno));
-    UniqueFd out(::open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-    if (out.get() < 0) throw std::runtime_error("cannot create " + dst + ": " + std::strerror(errno));
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, in.get(), STDIN_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, out.get(), STDOUT_FILENO);
-    std::string a0 = gzip, a1 = "-c", a2 = "-n";
-    char* argv[] = {a0.data(), a1.data(), a2.data(), nullptr};
-    // A minimal environment: gzip honours a GZIP variable with options, which must not leak in.
-    std::string path_var = "PATH=/usr/bin:/bin";
-    char* envp[] = {path_var.data(), nullptr};
-    pid_t pid = -1;
-    int rc = ::posix_spawn(&pid, gzip.c_str(), &actions, nullptr, argv, envp);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) throw std::runtime_error("cannot run " + gzip + ": " + std::strerror(rc));
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0) {
-      if (errno != EINTR) throw std::runtime_error("cannot wait for " + gzip + ": " + std::strerror(errno));
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-      throw std::runtime_error(gzip + " failed compressing " + src);
-  }
-  std::string name() const override { return "gzip process"; }
-};
-
 // The secret-key rule of is_secret_key, on a lower-cased key without '-' and '_'.
 bool secret_normalized(const std::string& k) {
   auto ends_with = [&](std::string_view s) { return k.size() >= s.size() && k.compare(k.size() - s.size(), s.size(), s) == 0; };
@@ -252,14 +182,6 @@ Json redact_value(const Json& v, int depth) {
 
 }  // namespace
 
-std::unique_ptr<Compressor> make_default_compressor() {
-#if defined(MANIFOLD_HAVE_ZLIB)
-  return std::make_unique<ZlibCompressor>();
-#else
-  return std::make_unique<GzipProcessCompressor>();
-#endif
-}
-
 RotationPolicy rotation_from_log_options(int max_size_mb, int max_backups, int max_age_days, bool compress) {
   RotationPolicy p;
   p.max_size_bytes = static_cast<std::uint64_t>(max_size_mb > 0 ? max_size_mb : 100) << 20;
@@ -270,24 +192,7 @@ RotationPolicy rotation_from_log_options(int max_size_mb, int max_backups, int m
 }
 
 void DetachedProcessRunner::run(std::function<void()> work) {
-  pid_t child = ::fork();
-  if (child < 0) {
-    work();
-    return;
-  }
-  if (child == 0) {
-    ::setsid();
-    if (::fork() != 0) ::_exit(0);  // the intermediate child; the grandchild is adopted by init
-    int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-    for (int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO})
-      if (null >= 0) ::dup2(null, fd);
-    ::close_range(3, ~0U, 0);  // the runtime's pipes and our sockets must not stay open here
-    work();
-    ::_exit(0);
-  }
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
+  if (!run_detached(work)) work();  // without a process the work still gets done, inline
 }
 
 FileLogSink::FileLogSink(std::string path, RotationPolicy policy, std::shared_ptr<const WallClock> clock,

@@ -44,6 +44,9 @@ class Compressor {
 /// run as a child process (found in /usr/bin, /bin, /usr/local/bin; no shell).
 std::unique_ptr<Compressor> make_default_compressor();
 
+/// The `gzip -c -n` child-process compressor (the default of builds without zlib).
+std::unique_ptr<Compressor> make_gzip_process_compressor();
+
 /// Runs work that must not delay the caller.
 class BackgroundRunner {
  public:
@@ -58,10 +61,8 @@ class InlineRunner final : public BackgroundRunner {
   void run(std::function<void()> work) override { work(); }
 };
 
-/// Runs the work in a detached grandchild process: fork, setsid, fork again; the grandchild gets
-/// /dev/null as stdin, stdout and stderr, closes every other descriptor, runs the work and exits;
-/// the intermediate child exits at once and is reaped, so the caller never waits for the work and
-/// leaves no zombie. When fork fails the work runs inline (it still gets done).
+/// Runs the work in a detached grandchild process (util::run_detached: the caller never waits for
+/// it and no zombie is left). When fork fails the work runs inline (it still gets done).
 class DetachedProcessRunner final : public BackgroundRunner {
  public:
   void run(std::function<void()> work) override;
