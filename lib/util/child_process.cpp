@@ -1,12 +1,16 @@
-// run_child and run_detached (see child_process.h): the fork, the child's side up to execve, the
-// start report and the ETXTBSY retries; the parent's stdio loop is in child_process_io.cpp. The
-// child may be forked from a multi-threaded process, so between fork and execve it makes only
-// async-signal-safe calls on data prepared before the fork.
+// run_child and run_detached (see child_process.h): starting the child, the ETXTBSY retries and
+// the detached double fork; the parent's stdio loop is in child_process_io.cpp. A child that stays
+// in our network namespace is started with posix_spawn: glibc clones it vfork-style, without
+// copying our page tables as fork does, and reports exec errors as its return value. Entering a namespace needs a setns that posix_spawn cannot do, so that child is
+// forked; it may be forked from a multi-threaded process, so between fork and execve it makes only
+// async-signal-safe calls on data prepared before the fork, and a close-on-exec report pipe tells
+// the parent which step failed and why.
 #include "util/child_process.h"
 
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -110,10 +114,81 @@ Started fork_and_exec(ChildPlan plan) {
   return {-1, static_cast<ChildStep>(msg[0]), msg[1]};
 }
 
-/// fork_and_exec, retrying ETXTBSY with a doubling back-off.
+void check_spawn(int rc, const char* what) {
+  if (rc != 0) detail::throw_child_error(what, rc);
+}
+
+/// posix_spawn attributes: new process group, empty signal mask, every signal at its default.
+class SpawnAttributes {
+ public:
+  SpawnAttributes() {
+    check_spawn(posix_spawnattr_init(&attr_), "posix_spawnattr_init");
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    sigdelset(&all, SIGKILL);
+    sigdelset(&all, SIGSTOP);
+    try {
+      check_spawn(posix_spawnattr_setflags(&attr_, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                                       POSIX_SPAWN_SETSIGDEF),
+                  "posix_spawnattr_setflags");
+      check_spawn(posix_spawnattr_setpgroup(&attr_, 0), "posix_spawnattr_setpgroup");
+      check_spawn(posix_spawnattr_setsigmask(&attr_, &none), "posix_spawnattr_setsigmask");
+      check_spawn(posix_spawnattr_setsigdefault(&attr_, &all), "posix_spawnattr_setsigdefault");
+    } catch (...) {
+      posix_spawnattr_destroy(&attr_);
+      throw;
+    }
+  }
+  ~SpawnAttributes() { posix_spawnattr_destroy(&attr_); }
+  SpawnAttributes(const SpawnAttributes&) = delete;
+  SpawnAttributes& operator=(const SpawnAttributes&) = delete;
+  const posix_spawnattr_t* get() const { return &attr_; }
+
+ private:
+  posix_spawnattr_t attr_;
+};
+
+/// posix_spawn file actions: the three stdio sources become 0/1/2, every fd from 3 up is closed.
+class SpawnFileActions {
+ public:
+  explicit SpawnFileActions(const int (&stdio)[3]) {
+    check_spawn(posix_spawn_file_actions_init(&actions_), "posix_spawn_file_actions_init");
+    try {
+      for (int target = 0; target < 3; ++target) {
+        check_spawn(posix_spawn_file_actions_adddup2(&actions_, stdio[target], target),
+                    "posix_spawn_file_actions_adddup2");
+      }
+      check_spawn(posix_spawn_file_actions_addclosefrom_np(&actions_, 3), "posix_spawn_file_actions_addclosefrom_np");
+    } catch (...) {
+      posix_spawn_file_actions_destroy(&actions_);
+      throw;
+    }
+  }
+  ~SpawnFileActions() { posix_spawn_file_actions_destroy(&actions_); }
+  SpawnFileActions(const SpawnFileActions&) = delete;
+  SpawnFileActions& operator=(const SpawnFileActions&) = delete;
+  const posix_spawn_file_actions_t* get() const { return &actions_; }
+
+ private:
+  posix_spawn_file_actions_t actions_;
+};
+
+/// Starts a child that stays in our network namespace with posix_spawn.
+Started spawn(const ChildPlan& plan) {
+  SpawnAttributes attributes;
+  SpawnFileActions actions(plan.stdio);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, plan.path, actions.get(), attributes.get(), plan.argv, plan.envp);
+  if (rc != 0) return {-1, ChildStep::Exec, rc};
+  return {pid, ChildStep::None, 0};
+}
+
+/// spawn or (to enter a network namespace) fork_and_exec, retrying ETXTBSY with a doubling
+/// back-off.
 Started start(const ChildSpec& spec, const ChildPlan& plan, Sleeper& sleeper) {
   for (int attempt = 0;; ++attempt) {
-    Started started = fork_and_exec(plan);
+    Started started = plan.netns_fd >= 0 ? fork_and_exec(plan) : spawn(plan);
     if (started.step != ChildStep::Exec || started.err != ETXTBSY || attempt >= spec.text_busy_retries)
       return started;
     sleeper.sleep_for(spec.text_busy_backoff * (1 << attempt));

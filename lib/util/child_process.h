@@ -1,9 +1,9 @@
 // The one child launcher of manifold. run_child starts a program — a delegate plugin, iptables-save
-// or -restore inside a pod's network namespace, gzip — and collects it: fork, then in the child
-// only async-signal-safe calls (reset every signal to its default and unblock them all, a new
-// process group, setns into the optional network namespace, the stdio ends onto 0–2, every other
-// descriptor closed, execve with an explicit environment and no PATH search); a close-on-exec
-// report pipe tells the parent which step failed and why. The parent feeds stdin while draining
+// or -restore inside a pod's network namespace, gzip — and collects it. The child gets every signal
+// at its default and unblocked, a process group of its own, the optional network namespace
+// (setns), the stdio ends on 0–2 and no other descriptor, and execve with an explicit environment
+// and no PATH search (posix_spawn, or fork when a namespace must be entered); when it cannot be
+// started, the result names the step that failed and the errno. The parent feeds stdin while draining
 // stdout and stderr in one poll loop (so neither side can deadlock), keeps at most a cap of each,
 // kills the whole process group on timeout, and always reaps. run_detached runs work in a detached
 // grandchild that the caller never waits for (background log compression). The interfaces callers

@@ -145,6 +145,16 @@ TEST_CASE("child process: the child enters the given network namespace", "[util]
 }
 
 TEST_CASE("child process: ignored and blocked signals are reset in the child", "[util]") {
+  // Both ways of starting: posix_spawn, and fork when entering a namespace (our own; root only).
+  const bool enter_netns = GENERATE(false, true);
+  CAPTURE(enter_netns);
+  if (enter_netns && ::geteuid() != 0) return;
+  UniqueFd ours(enter_netns ? ::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC) : -1);
+  auto run = [&](const std::string& script) {
+    ChildSpec spec = shell(script);
+    spec.netns_fd = ours.get();
+    return run_child(spec);
+  };
   struct sigaction ignore {}, old_action {};
   ignore.sa_handler = SIG_IGN;
   REQUIRE(::sigaction(SIGUSR1, &ignore, &old_action) == 0);
@@ -152,13 +162,43 @@ TEST_CASE("child process: ignored and blocked signals are reset in the child", "
   sigemptyset(&usr2);
   sigaddset(&usr2, SIGUSR2);
   pthread_sigmask(SIG_BLOCK, &usr2, &old_mask);
-  ChildResult ignored = run_child(shell("kill -USR1 $$; echo survived"));
-  ChildResult blocked = run_child(shell("kill -USR2 $$; echo survived"));
+  ChildResult ignored = run("kill -USR1 $$; echo survived");
+  ChildResult blocked = run("kill -USR2 $$; echo survived");
   pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   ::sigaction(SIGUSR1, &old_action, nullptr);
   CHECK(ignored.term_signal == SIGUSR1);
   CHECK(blocked.term_signal == SIGUSR2);
   CHECK(ignored.stdout_data.empty());
+}
+
+TEST_CASE("child process: the child has its own process group and no other descriptor", "[util]") {
+  const bool enter_netns = GENERATE(false, true);
+  CAPTURE(enter_netns);
+  if (enter_netns && ::geteuid() != 0) return;
+  UniqueFd ours(enter_netns ? ::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC) : -1);
+  int null_fd = ::open("/dev/null", O_RDONLY);  // deliberately without O_CLOEXEC
+  REQUIRE(null_fd >= 0);
+  UniqueFd leaky(::fcntl(null_fd, F_DUPFD, 100));
+  ::close(null_fd);
+  REQUIRE(leaky.get() >= 100);
+  // Fields 1 and 5 of /proc/<shell>/stat are pid and process group ("sh" has no spaces).
+  ChildSpec stat = shell("cut -d' ' -f1,5 /proc/$$/stat");
+  stat.netns_fd = ours.get();
+  ChildResult r = run_child(stat);
+  REQUIRE(r.exit_code == 0);
+  std::istringstream fields(r.stdout_data);
+  long pid = 0, pgrp = 0;
+  fields >> pid >> pgrp;
+  CHECK(pid == pgrp);
+  CHECK(pgrp != ::getpgrp());
+  // ls lists its own descriptors: stdio and the one it reads the directory with.
+  ChildSpec ls;
+  ls.path = "/bin/ls";
+  ls.argv = {"ls", "/proc/self/fd"};
+  ls.netns_fd = ours.get();
+  r = run_child(ls);
+  CHECK(r.exit_code == 0);
+  CHECK(r.stdout_data == "0\n1\n2\n3\n");
 }
 
 TEST_CASE("child process: run_detached runs the work in another, unwaited process", "[util]") {
