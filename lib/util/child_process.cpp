@@ -1,10 +1,11 @@
 // run_child and run_detached (see child_process.h): starting the child, the ETXTBSY retries and
 // the detached double fork; the parent's stdio loop is in child_process_io.cpp. A child that stays
 // in our network namespace is started with posix_spawn: glibc clones it vfork-style, without
-// copying our page tables as fork does, and reports exec errors as its return value. Entering a namespace needs a setns that posix_spawn cannot do, so that child is
-// forked; it may be forked from a multi-threaded process, so between fork and execve it makes only
-// async-signal-safe calls on data prepared before the fork, and a close-on-exec report pipe tells
-// the parent which step failed and why.
+// copying our page tables as fork does, and reports exec errors as its return value. Entering a
+// namespace needs a setns that posix_spawn cannot do, so that child is forked; it may be forked
+// from a multi-threaded process, so between fork and execve it makes only async-signal-safe calls
+// on data prepared before the fork, and a close-on-exec report pipe tells the parent which step
+// failed and why.
 #include "util/child_process.h"
 
 #include <fcntl.h>
@@ -30,7 +31,7 @@ using detail::Pipe;
 /// at the soft descriptor limit, and at most this.
 constexpr rlim_t kMaxFdScan = 65536;
 
-/// Everything the child needs, prepared before the fork (the child must not allocate).
+/// Everything the child needs, prepared before it is started (a forked child must not allocate).
 struct ChildPlan {
   const char* path;
   char* const* argv;
@@ -41,7 +42,7 @@ struct ChildPlan {
   int max_fd;
 };
 
-/// The outcome of one fork-and-exec attempt.
+/// The outcome of one attempt to start the child.
 struct Started {
   pid_t pid = -1;
   ChildStep step = ChildStep::None;
