@@ -9,7 +9,6 @@
 #include <map>
 #include <string>
 #include <string_view>
-#include <thread>
 
 #include "cni/skel.h"
 #include "engine/services.h"
@@ -20,6 +19,7 @@
 #include "plugin/cli/cli.h"
 #include "plugin/cni/verbs.h"
 #include "store/cache.h"
+#include "util/clock.h"
 #include "util/env.h"
 
 extern char** environ;
@@ -53,9 +53,8 @@ engine::Services real_services(exec::ProcessRunner& runner) {
   s.open_transport = [](const k8s::ClusterAuth& auth) -> std::unique_ptr<k8s::HttpTransport> {
     return std::make_unique<k8s::BeastTransport>(auth);
   };
-  s.k8s_sleeper = std::make_shared<k8s::ThreadSleeper>();
-  s.k8s_clock = std::make_shared<k8s::SteadyClock>();
-  s.sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
+  s.sleeper = std::make_shared<util::RealSleeper>();
+  s.clock = std::make_shared<util::SteadyClock>();
   for (char** e = environ; e && *e; ++e) s.environment.emplace_back(*e);
   return s;
 }

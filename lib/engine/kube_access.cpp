@@ -28,7 +28,7 @@ k8s::ApiClient KubeAccess::client(int max_attempts) {
   policy.request_timeout = std::min(milliseconds(config_.api_request_timeout_ms), left);
   policy.total_deadline = std::min(milliseconds(config_.api_call_deadline_ms), left);
   policy.max_backoff = std::min(policy.max_backoff, policy.total_deadline);
-  return k8s::ApiClient(*transport_, *auth_, policy, *services_.k8s_sleeper, *services_.k8s_clock);
+  return k8s::ApiClient(*transport_, *auth_, policy, *services_.sleeper, *services_.clock);
 }
 
 template <class F>
@@ -37,14 +37,14 @@ auto KubeAccess::call(F&& f, int max_attempts) {
   struct Count {
     k8s::ApiClient& c;
     int& total;
-    k8s::Clock& clock;
+    util::Clock& clock;
     std::chrono::steady_clock::time_point start;
     std::chrono::milliseconds& spent;
     ~Count() {
       total += c.requests_made();
       spent += std::chrono::duration_cast<std::chrono::milliseconds>(clock.now() - start);
     }
-  } count{c, requests_, *services_.k8s_clock, services_.k8s_clock->now(), spent_};
+  } count{c, requests_, *services_.clock, services_.clock->now(), spent_};
   return f(c);
 }
 

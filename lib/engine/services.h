@@ -5,7 +5,6 @@
 // other way.
 #pragma once
 
-#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -19,6 +18,7 @@
 #include "k8s/retry.h"
 #include "netlink/net_ops.h"
 #include "store/cache.h"
+#include "util/clock.h"
 #include "util/file_reader.h"
 
 namespace manifold::engine {
@@ -37,16 +37,14 @@ struct Services {
       open_iptables;
   /// True if a file exists (readiness indicator).
   std::function<bool(const std::string& path)> file_exists;
-  /// Sleeps (readiness polling).
-  std::function<void(std::chrono::milliseconds)> sleep;
   /// Finds Kubernetes credentials: the kubeconfig path (may be ""), else in-cluster; nullopt = none.
   std::function<std::optional<k8s::ClusterAuth>(const std::string& kubeconfig)> find_auth;
   /// Opens the HTTPS transport to the API server (no I/O until the first request).
   std::function<std::unique_ptr<k8s::HttpTransport>(const k8s::ClusterAuth&)> open_transport;
-  /// Sleeps between API retries.
-  std::shared_ptr<k8s::Sleeper> k8s_sleeper;
+  /// Sleeps between API retries and while polling for the readiness indicator file.
+  std::shared_ptr<util::Sleeper> sleeper;
   /// Measures API deadlines.
-  std::shared_ptr<k8s::Clock> k8s_clock;
+  std::shared_ptr<util::Clock> clock;
   /// Reads small files (kubelet checkpoint, device info).
   std::shared_ptr<util::FileReader> files;
   /// The process's own environment ("K=V"), the base of every delegate's environment.

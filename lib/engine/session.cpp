@@ -30,7 +30,7 @@ void wait_for_readiness(const Services& services, const cni::MetaConfig& config,
     return;
   }
   for (int waited = 0; waited < config.readiness_timeout_s; ++waited) {
-    services.sleep(std::chrono::seconds(1));
+    services.sleeper->sleep_for(std::chrono::seconds(1));
     if (services.file_exists(file)) return;
   }
   throw cni::CniError(cni::ErrorCode::TryAgainLater,

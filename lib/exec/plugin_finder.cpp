@@ -7,22 +7,14 @@
 
 #include "cni/error.h"
 #include "exec/builtin_passthru.h"
-#include "util/json.h"
+#include "util/quote.h"
 
 namespace manifold::exec {
 
 namespace {
 
-/// Longest part of a rejected type quoted back in an error message.
-constexpr size_t kQuotedTypeLimit = 64;
-
-/// `text` as a JSON string literal (escaped, invalid UTF-8 replaced), cut to a readable length.
-std::string quote(std::string_view text) {
-  bool cut = text.size() > kQuotedTypeLimit;
-  std::string shown(text.substr(0, kQuotedTypeLimit));
-  if (cut) shown += "...";
-  return Json(shown).dump(-1, ' ', false, Json::error_handler_t::replace);
-}
+/// A plugin type in double quotes for an error message, printable and bounded (util::printable).
+std::string quote(std::string_view type) { return "\"" + util::printable(type) + "\""; }
 
 bool is_executable_file(const std::string& path) {
   struct stat st {};

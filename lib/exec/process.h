@@ -1,11 +1,12 @@
 // Running a child process and capturing what it prints. Every delegate plugin (and any other helper
 // binary) is started through the ProcessRunner interface so that command logic can be tested with
-// FakeProcessRunner. RealProcessRunner spawns the program in its own process group with fresh pipes
-// (nothing else inherited), feeds stdin while draining stdout/stderr in one poll loop, caps the
-// captured output, kills the whole group on timeout, retries "text file busy" and always reaps.
+// FakeProcessRunner. RealProcessRunner runs the program with util::run_child: in its own process
+// group with fresh pipes (nothing else inherited), stdin fed while stdout/stderr drain in one poll
+// loop, the captured output capped, the whole group killed on timeout, "text file busy" retried,
+// always reaped.
 #pragma once
 
-#include "util/sleeper.h"
+#include "util/clock.h"
 
 #include <chrono>
 #include <cstddef>
@@ -64,12 +65,7 @@ class ProcessRunner {
   virtual ProcessResult run(const ProcessRequest& request) = 0;
 };
 
-/// Pauses the calling thread (util::Sleeper).
-using Sleeper = util::Sleeper;
-/// The real Sleeper.
-using RealSleeper = util::RealSleeper;
-
-/// Spawns real processes with posix_spawn.
+/// Runs real processes (util::run_child).
 class RealProcessRunner final : public ProcessRunner {
  public:
   /// How many times a spawn failing with ETXTBSY is retried (an installer may be replacing the
@@ -83,7 +79,7 @@ class RealProcessRunner final : public ProcessRunner {
   /// Uses `sleeper` (which must outlive the runner) for the ETXTBSY back-off. With `use_pidfd`
   /// false, child exit is noticed by the short poll tick used on kernels without pidfd_open
   /// (before 5.3) even where pidfds exist, so tests can exercise that path.
-  explicit RealProcessRunner(Sleeper& sleeper, bool use_pidfd = true);
+  explicit RealProcessRunner(util::Sleeper& sleeper, bool use_pidfd = true);
   RealProcessRunner(const RealProcessRunner&) = delete;
   RealProcessRunner& operator=(const RealProcessRunner&) = delete;
 
@@ -91,8 +87,8 @@ class RealProcessRunner final : public ProcessRunner {
   ProcessResult run(const ProcessRequest& request) override;
 
  private:
-  RealSleeper own_sleeper_;
-  Sleeper& sleeper_;
+  util::RealSleeper own_sleeper_;
+  util::Sleeper& sleeper_;
   bool use_pidfd_ = true;
 };
 

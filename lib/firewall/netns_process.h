@@ -1,10 +1,10 @@
 // Running one helper binary (iptables-save / iptables-restore) inside a network namespace. The
-// parent opens the namespace file and checks it is nsfs, builds argv/envp, then forks; the child
-// only makes async-signal-safe calls: setns(CLONE_NEWNET), dup2 of its stdin/stdout/stderr, and
-// execve of an absolute path with an explicit environment (no PATH lookup). The parent feeds stdin
-// through a socket (MSG_NOSIGNAL, so an early-exiting child cannot SIGPIPE us), collects stdout
-// and stderr with size caps, and enforces a deadline, killing the child when it passes. Every fd
-// and the child itself are owned by RAII types, so no path leaks a descriptor or a zombie.
+// parent opens the namespace file and checks it is nsfs; util::run_child (the one child launcher)
+// forks, enters the namespace with setns(CLONE_NEWNET) in the child, connects stdio and execs the
+// absolute path with an explicit environment (no PATH lookup); the parent feeds stdin, collects
+// stdout and stderr with size caps, and kills the child's process group when the deadline passes
+// or stdout exceeds its cap. Every fd and the child itself are owned by RAII types, so no path
+// leaks a descriptor or a zombie.
 #pragma once
 
 #include <chrono>

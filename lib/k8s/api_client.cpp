@@ -119,7 +119,8 @@ bool is_dns1123_subdomain(std::string_view text) {
   }
 }
 
-ApiClient::ApiClient(HttpTransport& transport, ClusterAuth auth, RetryPolicy policy, Sleeper& sleeper, Clock& clock)
+ApiClient::ApiClient(HttpTransport& transport, ClusterAuth auth, RetryPolicy policy, util::Sleeper& sleeper,
+                     util::Clock& clock)
     : own_files_(std::make_unique<util::RealFileReader>()),
       own_jitter_(std::make_unique<RandomJitter>()),
       transport_(transport),
@@ -131,8 +132,8 @@ ApiClient::ApiClient(HttpTransport& transport, ClusterAuth auth, RetryPolicy pol
       files_(*own_files_),
       jitter_(*own_jitter_) {}
 
-ApiClient::ApiClient(HttpTransport& transport, ClusterAuth auth, RetryPolicy policy, Sleeper& sleeper, Clock& clock,
-                     util::FileReader& files, JitterSource& jitter)
+ApiClient::ApiClient(HttpTransport& transport, ClusterAuth auth, RetryPolicy policy, util::Sleeper& sleeper,
+                     util::Clock& clock, util::FileReader& files, JitterSource& jitter)
     : transport_(transport),
       auth_(std::move(auth)),
       base_path_(parse_server_url(auth_.server).base_path),

@@ -15,6 +15,7 @@
 #include "k8s/http.h"
 #include "k8s/kubeconfig.h"
 #include "k8s/retry.h"
+#include "util/clock.h"
 #include "util/file_reader.h"
 #include "util/json.h"
 
@@ -65,10 +66,11 @@ bool is_dns1123_subdomain(std::string_view text);
 class ApiClient {
  public:
   /// Uses the real file system (for token_file) and a random jitter source.
-  ApiClient(HttpTransport& transport, ClusterAuth auth, RetryPolicy policy, Sleeper& sleeper, Clock& clock);
+  ApiClient(HttpTransport& transport, ClusterAuth auth, RetryPolicy policy, util::Sleeper& sleeper,
+            util::Clock& clock);
   /// Fully injected variant for tests.
-  ApiClient(HttpTransport& transport, ClusterAuth auth, RetryPolicy policy, Sleeper& sleeper, Clock& clock,
-            util::FileReader& files, JitterSource& jitter);
+  ApiClient(HttpTransport& transport, ClusterAuth auth, RetryPolicy policy, util::Sleeper& sleeper,
+            util::Clock& clock, util::FileReader& files, JitterSource& jitter);
 
   /// GET /api/v1/namespaces/{ns}/pods/{name}.
   Json get_pod(const std::string& ns, const std::string& name);
@@ -96,8 +98,8 @@ class ApiClient {
   ClusterAuth auth_;
   std::string base_path_;
   RetryPolicy policy_;
-  Sleeper& sleeper_;
-  Clock& clock_;
+  util::Sleeper& sleeper_;
+  util::Clock& clock_;
   util::FileReader& files_;
   JitterSource& jitter_;
   std::optional<std::string> token_;

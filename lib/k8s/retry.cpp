@@ -1,16 +1,11 @@
 // Retry policy implementation: retryable statuses, Retry-After parsing, jittered exponential
-// backoff and the per-call attempt/deadline budget, plus the real and fake time sources.
+// backoff, the per-call attempt/deadline budget and the jitter sources.
 #include "k8s/retry.h"
 
 #include <algorithm>
 #include <random>
-#include <thread>
 
 namespace manifold::k8s {
-
-void ThreadSleeper::sleep_for(milliseconds duration) {
-  if (duration.count() > 0) std::this_thread::sleep_for(duration);
-}
 
 RandomJitter::RandomJitter() {
   std::random_device rd;
@@ -24,11 +19,6 @@ double RandomJitter::next() {
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   z ^= z >> 31;
   return static_cast<double>(z >> 11) * 0x1.0p-53;
-}
-
-void FakeSleeper::sleep_for(milliseconds duration) {
-  waits_.push_back(duration);
-  if (clock_ != nullptr) clock_->advance(duration);
 }
 
 FixedJitter::FixedJitter(double value) : value_(std::clamp(value, 0.0, 0.999999)) {}
@@ -63,7 +53,7 @@ milliseconds backoff_delay(const RetryPolicy& policy, int attempt, double jitter
   return milliseconds(static_cast<long long>(static_cast<double>(base) * (0.5 + jitter / 2.0)));
 }
 
-RetryBudget::RetryBudget(const RetryPolicy& policy, Clock& clock, JitterSource& jitter)
+RetryBudget::RetryBudget(const RetryPolicy& policy, util::Clock& clock, JitterSource& jitter)
     : policy_(policy), clock_(clock), jitter_(jitter), start_(clock.now()) {}
 
 milliseconds RetryBudget::elapsed() const {

@@ -1,13 +1,15 @@
 // Retry policy for Kubernetes API requests: which answers are retried, how long to wait between
 // attempts (exponential backoff with jitter, or the server's Retry-After), and the per-request and
-// total time bounds. The time sources (Clock, Sleeper, JitterSource) are interfaces with real and
-// fake implementations, so the retry logic is unit-tested without sleeping.
+// total time bounds. Time comes through util::Clock and util::Sleeper and jitter through
+// JitterSource, all interfaces with real and fake implementations, so the retry logic is
+// unit-tested without sleeping.
 #pragma once
 
 #include <chrono>
 #include <optional>
 #include <string_view>
-#include <vector>
+
+#include "util/clock.h"
 
 namespace manifold::k8s {
 
@@ -22,42 +24,12 @@ struct RetryPolicy {
   milliseconds total_deadline{15000};     ///< bound of all attempts and waits together
 };
 
-/// A monotonic clock.
-class Clock {
- public:
-  virtual ~Clock() = default;
-  /// The current monotonic time.
-  virtual std::chrono::steady_clock::time_point now() = 0;
-};
-
-/// Waits.
-class Sleeper {
- public:
-  virtual ~Sleeper() = default;
-  /// Blocks for `duration`.
-  virtual void sleep_for(milliseconds duration) = 0;
-};
-
 /// Source of jitter fractions.
 class JitterSource {
  public:
   virtual ~JitterSource() = default;
   /// A value in [0, 1).
   virtual double next() = 0;
-};
-
-/// std::chrono::steady_clock.
-class SteadyClock final : public Clock {
- public:
-  /// steady_clock::now().
-  std::chrono::steady_clock::time_point now() override { return std::chrono::steady_clock::now(); }
-};
-
-/// std::this_thread::sleep_for.
-class ThreadSleeper final : public Sleeper {
- public:
-  /// Sleeps the calling thread.
-  void sleep_for(milliseconds duration) override;
 };
 
 /// A uniform pseudo-random jitter source seeded from std::random_device.
@@ -70,35 +42,6 @@ class RandomJitter final : public JitterSource {
 
  private:
   unsigned long long state_;
-};
-
-/// A clock that only moves when told to.
-class FakeClock final : public Clock {
- public:
-  /// The current fake time.
-  std::chrono::steady_clock::time_point now() override { return now_; }
-  /// Moves the clock forward.
-  void advance(milliseconds by) { now_ += by; }
-
- private:
-  std::chrono::steady_clock::time_point now_{std::chrono::hours(1)};
-};
-
-/// Records requested waits and advances an optional FakeClock by them instead of sleeping.
-class FakeSleeper final : public Sleeper {
- public:
-  /// A sleeper that only records.
-  FakeSleeper() = default;
-  /// A sleeper that records and advances `clock`.
-  explicit FakeSleeper(FakeClock& clock) : clock_(&clock) {}
-  /// Records `duration` (and advances the clock) without sleeping.
-  void sleep_for(milliseconds duration) override;
-  /// Every wait requested, in order.
-  const std::vector<milliseconds>& waits() const { return waits_; }
-
- private:
-  FakeClock* clock_ = nullptr;
-  std::vector<milliseconds> waits_;
 };
 
 /// Always returns the same fraction.
@@ -128,7 +71,7 @@ milliseconds backoff_delay(const RetryPolicy& policy, int attempt, double jitter
 class RetryBudget {
  public:
   /// Starts the budget now (reads `clock`).
-  RetryBudget(const RetryPolicy& policy, Clock& clock, JitterSource& jitter);
+  RetryBudget(const RetryPolicy& policy, util::Clock& clock, JitterSource& jitter);
   /// Counts a new attempt and returns its timeout: min(request_timeout, time left), or nullopt when
   /// the attempt limit or the deadline leaves no room for it.
   std::optional<milliseconds> begin_attempt();
@@ -146,7 +89,7 @@ class RetryBudget {
  private:
   milliseconds remaining() const;
   RetryPolicy policy_;
-  Clock& clock_;
+  util::Clock& clock_;
   JitterSource& jitter_;
   std::chrono::steady_clock::time_point start_;
   int attempts_ = 0;

@@ -27,26 +27,6 @@ namespace {
 using cni::CniError;
 using cni::ErrorCode;
 
-// Owns a raw descriptor until it is handed to a NetnsFile.
-class FdOwner {
- public:
-  explicit FdOwner(int fd) noexcept : fd_(fd) {}
-  ~FdOwner() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FdOwner(const FdOwner&) = delete;
-  FdOwner& operator=(const FdOwner&) = delete;
-  int get() const noexcept { return fd_; }
-  int release() noexcept { return std::exchange(fd_, -1); }
-  void reset(int fd) noexcept {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_;
-};
-
 std::string errno_text(int err) { return std::strerror(err); }
 
 void validate_path_text(const std::string& path) {
@@ -110,7 +90,7 @@ NetnsFile NetnsFile::open(const std::string& path) {
 
 std::optional<NetnsFile> NetnsFile::open_if_exists(const std::string& path) {
   validate_path_text(path);
-  FdOwner fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  util::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {
     const int err = errno;
     // ENOTDIR: a path component is not a directory, so the path cannot exist either.
@@ -119,12 +99,12 @@ std::optional<NetnsFile> NetnsFile::open_if_exists(const std::string& path) {
                    "cannot open network namespace " + path + ": " + errno_text(err));
   }
   validate_netns_fd(fd.get(), path);
-  return NetnsFile(fd.release(), path);
+  return NetnsFile(std::move(fd), path);
 }
 
 NetnsFile NetnsFile::current() {
   std::string path = "/proc/thread-self/ns/net";
-  FdOwner fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  util::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   int err = fd.get() < 0 ? errno : 0;
   if (err == ENOENT) {
     // Kernels before 3.17 have no /proc/thread-self.
@@ -137,29 +117,13 @@ NetnsFile NetnsFile::current() {
                    "cannot open the current network namespace " + path + ": " + errno_text(err));
   }
   validate_netns_fd(fd.get(), path);
-  return NetnsFile(fd.release(), path);
-}
-
-NetnsFile::NetnsFile(NetnsFile&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)) {}
-
-NetnsFile& NetnsFile::operator=(NetnsFile&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(other.fd_, -1);
-    path_ = std::move(other.path_);
-  }
-  return *this;
-}
-
-NetnsFile::~NetnsFile() {
-  if (fd_ >= 0) ::close(fd_);
+  return NetnsFile(std::move(fd), path);
 }
 
 bool NetnsFile::same_namespace(const NetnsFile& other) const {
   struct stat a {};
   struct stat b {};
-  if (::fstat(fd_, &a) != 0 || ::fstat(other.fd_, &b) != 0) return false;
+  if (::fstat(fd_.get(), &a) != 0 || ::fstat(other.fd_.get(), &b) != 0) return false;
   return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 

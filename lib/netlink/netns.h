@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "cni/error.h"
+#include "util/unique_fd.h"
 
 namespace manifold::netlink {
 
@@ -42,22 +43,22 @@ class NetnsFile {
   /// Opens the calling thread's current network namespace (/proc/thread-self/ns/net).
   static NetnsFile current();
 
-  NetnsFile(NetnsFile&& other) noexcept;
-  NetnsFile& operator=(NetnsFile&& other) noexcept;
+  NetnsFile(NetnsFile&& other) noexcept = default;
+  NetnsFile& operator=(NetnsFile&& other) noexcept = default;
   NetnsFile(const NetnsFile&) = delete;
   NetnsFile& operator=(const NetnsFile&) = delete;
-  ~NetnsFile();
+  ~NetnsFile() = default;
 
   /// The open descriptor (owned; valid until destruction).
-  int fd() const noexcept { return fd_; }
+  int fd() const noexcept { return fd_.get(); }
   /// The path it was opened from.
   const std::string& path() const noexcept { return path_; }
   /// True when both files refer to the same namespace (same device and inode).
   bool same_namespace(const NetnsFile& other) const;
 
  private:
-  NetnsFile(int fd, std::string path) noexcept : fd_(fd), path_(std::move(path)) {}
-  int fd_ = -1;
+  NetnsFile(util::UniqueFd fd, std::string path) noexcept : fd_(std::move(fd)), path_(std::move(path)) {}
+  util::UniqueFd fd_;
   std::string path_;
 };
 

@@ -53,7 +53,7 @@ FileCache::FileCache(std::filesystem::path dir)
     : dir_(std::move(dir)), lock_timeout_(kDefaultLockTimeout), sleeper_(own_sleeper_) {}
 
 FileCache::FileCache(std::filesystem::path dir, std::chrono::milliseconds lock_timeout,
-                     Sleeper& sleeper)
+                     util::Sleeper& sleeper)
     : dir_(std::move(dir)), lock_timeout_(lock_timeout), sleeper_(sleeper) {}
 
 std::filesystem::path FileCache::record_path(const EntryKey& key) const {

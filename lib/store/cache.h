@@ -71,7 +71,7 @@ class FileCache final : public Cache {
   explicit FileCache(std::filesystem::path dir);
   /// A cache in `dir` whose lock waits give up after `lock_timeout`, pausing through `sleeper`
   /// (which must outlive the cache).
-  FileCache(std::filesystem::path dir, std::chrono::milliseconds lock_timeout, Sleeper& sleeper);
+  FileCache(std::filesystem::path dir, std::chrono::milliseconds lock_timeout, util::Sleeper& sleeper);
 
   std::optional<ContainerRecord> load(const EntryKey& key) override;
   void save(const ContainerRecord& record) override;
@@ -111,8 +111,8 @@ class FileCache final : public Cache {
 
   std::filesystem::path dir_;
   std::chrono::milliseconds lock_timeout_;
-  RealSleeper own_sleeper_;
-  Sleeper& sleeper_;
+  util::RealSleeper own_sleeper_;
+  util::Sleeper& sleeper_;
   std::mutex holders_mu_;
   std::map<std::string, std::thread::id> holders_;  ///< containers locked through this cache
   std::mutex saved_mu_;

@@ -1,5 +1,4 @@
-// FileLock: flock with a bounded, polled wait and the unlink-race check; plus UniqueFd and the real
-// Sleeper of the store.
+// FileLock: flock with a bounded, polled wait and the unlink-race check.
 #include "store/file_lock.h"
 
 #include <fcntl.h>
@@ -62,7 +61,7 @@ std::optional<UniqueFd> open_lock_file(const std::filesystem::path& path) {
 }  // namespace
 
 std::unique_ptr<FileLock> FileLock::acquire(const std::filesystem::path& path,
-                                            std::chrono::milliseconds timeout, Sleeper& sleeper) {
+                                            std::chrono::milliseconds timeout, util::Sleeper& sleeper) {
   std::chrono::milliseconds waited{0};
   std::chrono::milliseconds backoff{1};
   for (;;) {

@@ -6,7 +6,7 @@
 // the wait bound exact and testable. Also home of the small fd owner the store uses.
 #pragma once
 
-#include "util/sleeper.h"
+#include "util/clock.h"
 #include "util/unique_fd.h"
 
 #include <chrono>
@@ -22,10 +22,6 @@ class LockGuard {
   virtual ~LockGuard() = default;
 };
 
-/// Pauses the calling thread (shared with lib/exec: util::Sleeper).
-using Sleeper = util::Sleeper;
-/// The real Sleeper.
-using RealSleeper = util::RealSleeper;
 /// Owns one file descriptor (util::UniqueFd).
 using UniqueFd = util::UniqueFd;
 
@@ -41,7 +37,7 @@ class FileLock final : public LockGuard {
   /// descriptor, and a missing one yields a lock that holds nothing (nobody can change anything
   /// there). `sleeper` is only used during the call.
   static std::unique_ptr<FileLock> acquire(const std::filesystem::path& path,
-                                           std::chrono::milliseconds timeout, Sleeper& sleeper);
+                                           std::chrono::milliseconds timeout, util::Sleeper& sleeper);
 
   /// Deletes the lock file while still holding the lock (ENOENT is fine); waiters then retry with
   /// a fresh file. Throws CniError(Io) on other errors.

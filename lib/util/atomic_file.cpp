@@ -12,33 +12,11 @@
 #include <filesystem>
 
 #include "util/error.h"
+#include "util/unique_fd.h"
 
 namespace manifold::util {
 
 namespace {
-
-// Owns one file descriptor.
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  void reset(int fd = -1) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-  // Closes and reports the close error (write-back errors can surface here).
-  int close_checked() {
-    int rc = fd_ >= 0 ? ::close(fd_) : 0;
-    fd_ = -1;
-    return rc;
-  }
-
- private:
-  int fd_;
-};
 
 [[noreturn]] void io_error(const std::string& what, const std::string& path, int err) {
   throw IoError(what + " " + path + ": " + std::strerror(err));
@@ -81,18 +59,18 @@ class TempFile {
   void commit(mode_t mode) {
     if (::fchmod(fd_.get(), mode) != 0) io_error("cannot chmod temp file for", dst_, errno);
     if (::fsync(fd_.get()) != 0) io_error("cannot fsync temp file for", dst_, errno);
-    if (fd_.close_checked() != 0) io_error("cannot close temp file for", dst_, errno);
+    if (int err = fd_.close_checked(); err != 0) io_error("cannot close temp file for", dst_, err);
     if (::rename(path_.c_str(), dst_.c_str()) != 0) io_error("cannot rename into", dst_, errno);
     path_.clear();
     std::string dir = std::filesystem::path(dst_).parent_path().string();
-    Fd dfd(::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    UniqueFd dfd(::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (dfd.get() >= 0) (void)::fsync(dfd.get());
   }
 
  private:
   std::string dst_;
   std::string path_;
-  Fd fd_;
+  UniqueFd fd_;
 };
 
 }  // namespace
@@ -104,7 +82,7 @@ void write_file_atomic(const std::string& path, std::string_view data, mode_t mo
 }
 
 void copy_file_atomic(const std::string& src, const std::string& dst, mode_t mode) {
-  Fd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC));
   if (in.get() < 0) io_error("cannot open", src, errno);
   struct stat st {};
   if (::fstat(in.get(), &st) != 0) io_error("cannot stat", src, errno);
@@ -122,7 +100,7 @@ void copy_file_atomic(const std::string& src, const std::string& dst, mode_t mod
 }
 
 std::string read_file_bounded(const std::string& path, std::size_t max_bytes) {
-  Fd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  UniqueFd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
   if (in.get() < 0) io_error("cannot open", path, errno);
   struct stat st {};
   if (::fstat(in.get(), &st) != 0) io_error("cannot stat", path, errno);

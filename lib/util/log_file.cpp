@@ -1,12 +1,11 @@
 // Implementation of the rotating log file sink (cross-process rotation under flock, timestamped
-// backups, gzip, pruning by count and age), the two compressors, and secret redaction.
+// backups, gzip in the background, pruning by count and age) and secret redaction. The two
+// compressors are in log_file_compress.cpp.
 #include "util/log_file.h"
 
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,10 +15,10 @@
 #include <ctime>
 #include <filesystem>
 #include <stdexcept>
+#include <utility>
 
-#if defined(MANIFOLD_HAVE_ZLIB)
-#include <zlib.h>
-#endif
+#include "util/child_process.h"
+#include "util/unique_fd.h"
 
 namespace manifold::util {
 
@@ -27,26 +26,6 @@ namespace fs = std::filesystem;
 using std::chrono::system_clock;
 
 namespace {
-
-// Owns one file descriptor.
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-
- private:
-  int fd_;
-};
 
 void note_stderr(const std::string& text) {
   std::string line = rfc3339_now() + " [error] " + text + "\n";
@@ -163,72 +142,6 @@ std::vector<Backup> find_backups(const std::string& log_path) {
   return out;
 }
 
-#if defined(MANIFOLD_HAVE_ZLIB)
-// gzip with zlib's gz* API, level 6.
-class ZlibCompressor final : public Compressor {
- public:
-  void gzip_file(const std::string& src, const std::string& dst) override {
-    Fd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC));
-    if (in.get() < 0) throw std::runtime_error("cannot open " + src + ": " + std::strerror(errno));
-    Fd out(::open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-    if (out.get() < 0) throw std::runtime_error("cannot create " + dst + ": " + std::strerror(errno));
-    gzFile gz = gzdopen(out.release(), "wb6");
-    if (gz == nullptr) throw std::runtime_error("gzdopen failed for " + dst);
-    std::unique_ptr<gzFile_s, int (*)(gzFile)> guard(gz, gzclose);
-    char buf[1 << 16];
-    for (;;) {
-      ssize_t n = ::read(in.get(), buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) throw std::runtime_error("cannot read " + src + ": " + std::strerror(errno));
-      if (n == 0) break;
-      if (gzwrite(gz, buf, static_cast<unsigned>(n)) != static_cast<int>(n))
-        throw std::runtime_error("cannot write " + dst);
-    }
-    if (gzclose(guard.release()) != Z_OK) throw std::runtime_error("cannot finish " + dst);
-  }
-  std::string name() const override { return "zlib"; }
-};
-#endif
-
-// gzip as a child process: `gzip -c -n` with stdin = src and stdout = dst; no shell.
-class GzipProcessCompressor final : public Compressor {
- public:
-  void gzip_file(const std::string& src, const std::string& dst) override {
-    std::string gzip;
-    for (const char* candidate : {"/usr/bin/gzip", "/bin/gzip", "/usr/local/bin/gzip"}) {
-      if (::access(candidate, X_OK) == 0) {
-        gzip = candidate;
-        break;
-      }
-    }
-    if (gzip.empty()) throw std::runtime_error("no gzip executable found to compress " + src);
-    Fd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC));
-    if (in.get() < 0) throw std::runtime_error("cannot open " + src + ": " + std::strerror(errno));
-    Fd out(::open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-    if (out.get() < 0) throw std::runtime_error("cannot create " + dst + ": " + std::strerror(errno));
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, in.get(), STDIN_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, out.get(), STDOUT_FILENO);
-    std::string a0 = gzip, a1 = "-c", a2 = "-n";
-    char* argv[] = {a0.data(), a1.data(), a2.data(), nullptr};
-    // A minimal environment: gzip honours a GZIP variable with options, which must not leak in.
-    std::string path_var = "PATH=/usr/bin:/bin";
-    char* envp[] = {path_var.data(), nullptr};
-    pid_t pid = -1;
-    int rc = ::posix_spawn(&pid, gzip.c_str(), &actions, nullptr, argv, envp);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) throw std::runtime_error("cannot run " + gzip + ": " + std::strerror(rc));
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0) {
-      if (errno != EINTR) throw std::runtime_error("cannot wait for " + gzip + ": " + std::strerror(errno));
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-      throw std::runtime_error(gzip + " failed compressing " + src);
-  }
-  std::string name() const override { return "gzip process"; }
-};
-
 // The secret-key rule of is_secret_key, on a lower-cased key without '-' and '_'.
 bool secret_normalized(const std::string& k) {
   auto ends_with = [&](std::string_view s) { return k.size() >= s.size() && k.compare(k.size() - s.size(), s.size(), s) == 0; };
@@ -269,14 +182,6 @@ Json redact_value(const Json& v, int depth) {
 
 }  // namespace
 
-std::unique_ptr<Compressor> make_default_compressor() {
-#if defined(MANIFOLD_HAVE_ZLIB)
-  return std::make_unique<ZlibCompressor>();
-#else
-  return std::make_unique<GzipProcessCompressor>();
-#endif
-}
-
 RotationPolicy rotation_from_log_options(int max_size_mb, int max_backups, int max_age_days, bool compress) {
   RotationPolicy p;
   p.max_size_bytes = static_cast<std::uint64_t>(max_size_mb > 0 ? max_size_mb : 100) << 20;
@@ -287,24 +192,7 @@ RotationPolicy rotation_from_log_options(int max_size_mb, int max_backups, int m
 }
 
 void DetachedProcessRunner::run(std::function<void()> work) {
-  pid_t child = ::fork();
-  if (child < 0) {
-    work();
-    return;
-  }
-  if (child == 0) {
-    ::setsid();
-    if (::fork() != 0) ::_exit(0);  // the intermediate child; the grandchild is adopted by init
-    int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-    for (int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO})
-      if (null >= 0) ::dup2(null, fd);
-    ::close_range(3, ~0U, 0);  // the runtime's pipes and our sockets must not stay open here
-    work();
-    ::_exit(0);
-  }
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
+  if (!run_detached(work)) work();  // without a process the work still gets done, inline
 }
 
 FileLogSink::FileLogSink(std::string path, RotationPolicy policy, std::shared_ptr<const WallClock> clock,
@@ -314,38 +202,35 @@ FileLogSink::FileLogSink(std::string path, RotationPolicy policy, std::shared_pt
       clock_(clock ? std::move(clock) : std::make_shared<SystemWallClock>()),
       compressor_(std::move(compressor)),
       background_(background ? std::move(background) : std::make_shared<InlineRunner>()) {
-  fd_ = open_append(path_);
+  fd_.reset(open_append(path_));
 }
 
 FileLogSink::FileLogSink(const std::string& path) : FileLogSink(path, RotationPolicy{}) {}
 
-FileLogSink::~FileLogSink() {
-  if (fd_ >= 0) ::close(fd_);
-}
+FileLogSink::~FileLogSink() = default;
 
 void FileLogSink::reopen() {
-  int fd = open_append(path_);
-  if (fd < 0) note_stderr("cannot reopen logFile " + path_ + ": " + std::strerror(errno) + "; logging to stderr");
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
+  UniqueFd fd(open_append(path_));
+  if (!fd.valid()) note_stderr("cannot reopen logFile " + path_ + ": " + std::strerror(errno) + "; logging to stderr");
+  fd_ = std::move(fd);
 }
 
 void FileLogSink::rotate_if_needed(std::size_t incoming) {
   struct stat held {}, named {};
-  if (::fstat(fd_, &held) != 0) return;
+  if (::fstat(fd_.get(), &held) != 0) return;
   // The path may have been rotated (or removed) by another process since we opened it.
   if (::stat(path_.c_str(), &named) != 0 || named.st_ino != held.st_ino || named.st_dev != held.st_dev) {
     reopen();
-    if (fd_ < 0 || ::fstat(fd_, &held) != 0) return;
+    if (!fd_.valid() || ::fstat(fd_.get(), &held) != 0) return;
   }
   auto size = static_cast<std::uint64_t>(held.st_size);
   if (size == 0 || size + incoming <= policy_.max_size_bytes) return;
 
   std::string backup;
-  int old_fd = -1;
+  UniqueFd old_fd;
   bool rotated_elsewhere = false;
   {
-    FlockGuard lock(fd_);
+    FlockGuard lock(fd_.get());
     // Re-check under the lock: another process may have rotated while we waited.
     if (::stat(path_.c_str(), &named) != 0 || named.st_ino != held.st_ino || named.st_dev != held.st_dev) {
       rotated_elsewhere = true;
@@ -370,17 +255,16 @@ void FileLogSink::rotate_if_needed(std::size_t incoming) {
       }
       // The new file exists before the lock on the old one is released, so a process waiting for
       // the lock finds the path renamed and reopens it.
-      int fresh = open_append(path_);
-      if (fresh < 0) note_stderr("cannot create logFile " + path_ + " after rotation: " + std::strerror(errno));
-      old_fd = fd_;
-      fd_ = fresh;
+      UniqueFd fresh(open_append(path_));
+      if (!fresh.valid()) note_stderr("cannot create logFile " + path_ + " after rotation: " + std::strerror(errno));
+      old_fd = std::exchange(fd_, std::move(fresh));
     }
   }
   if (rotated_elsewhere) {
     reopen();
     return;
   }
-  ::close(old_fd);
+  old_fd.reset();
   prune_backups();
   finish_backup(backup);
 }
@@ -416,8 +300,8 @@ void FileLogSink::prune_backups() {
 }
 
 void FileLogSink::write_line(std::string_view line) {
-  if (fd_ >= 0 && policy_.max_size_bytes > 0) rotate_if_needed(line.size());
-  if (fd_ < 0 || !write_all(fd_, line)) {
+  if (fd_.valid() && policy_.max_size_bytes > 0) rotate_if_needed(line.size());
+  if (!fd_.valid() || !write_all(fd_.get(), line)) {
     // Disk full or the file went away: continue on stderr rather than lose lines or fail.
     (void)!::write(STDERR_FILENO, line.data(), line.size());
   }

@@ -22,37 +22,12 @@
 #include <string_view>
 #include <vector>
 
+#include "util/clock.h"
 #include "util/json.h"
 #include "util/log.h"
+#include "util/unique_fd.h"
 
 namespace manifold::util {
-
-/// Wall-clock time (names backups and decides their age).
-class WallClock {
- public:
-  virtual ~WallClock() = default;
-  /// The current time.
-  virtual std::chrono::system_clock::time_point now() const = 0;
-};
-
-/// std::chrono::system_clock.
-class SystemWallClock final : public WallClock {
- public:
-  std::chrono::system_clock::time_point now() const override { return std::chrono::system_clock::now(); }
-};
-
-/// A wall clock that only moves when told to (tests).
-class FakeWallClock final : public WallClock {
- public:
-  /// Starts at `start`.
-  explicit FakeWallClock(std::chrono::system_clock::time_point start) : now_(start) {}
-  std::chrono::system_clock::time_point now() const override { return now_; }
-  /// Moves the clock forward.
-  void advance(std::chrono::system_clock::duration by) { now_ += by; }
-
- private:
-  std::chrono::system_clock::time_point now_;
-};
 
 /// Writes a gzip-format copy of a file.
 class Compressor {
@@ -69,6 +44,9 @@ class Compressor {
 /// run as a child process (found in /usr/bin, /bin, /usr/local/bin; no shell).
 std::unique_ptr<Compressor> make_default_compressor();
 
+/// The `gzip -c -n` child-process compressor (the default of builds without zlib).
+std::unique_ptr<Compressor> make_gzip_process_compressor();
+
 /// Runs work that must not delay the caller.
 class BackgroundRunner {
  public:
@@ -83,10 +61,8 @@ class InlineRunner final : public BackgroundRunner {
   void run(std::function<void()> work) override { work(); }
 };
 
-/// Runs the work in a detached grandchild process: fork, setsid, fork again; the grandchild gets
-/// /dev/null as stdin, stdout and stderr, closes every other descriptor, runs the work and exits;
-/// the intermediate child exits at once and is reaped, so the caller never waits for the work and
-/// leaves no zombie. When fork fails the work runs inline (it still gets done).
+/// Runs the work in a detached grandchild process (util::run_detached: the caller never waits for
+/// it and no zombie is left). When fork fails the work runs inline (it still gets done).
 class DetachedProcessRunner final : public BackgroundRunner {
  public:
   void run(std::function<void()> work) override;
@@ -119,7 +95,7 @@ class FileLogSink final : public LogSink {
   FileLogSink& operator=(const FileLogSink&) = delete;
 
   /// True when the file is open.
-  bool ok() const { return fd_ >= 0; }
+  bool ok() const { return fd_.valid(); }
   void write_line(std::string_view line) override;
 
  private:
@@ -133,7 +109,7 @@ class FileLogSink final : public LogSink {
   std::shared_ptr<const WallClock> clock_;
   std::shared_ptr<Compressor> compressor_;
   std::shared_ptr<BackgroundRunner> background_;
-  int fd_ = -1;
+  UniqueFd fd_;
 };
 
 /// The backups of log file `path` that exist on disk, newest first (plain and .gz).

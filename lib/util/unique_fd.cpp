@@ -15,9 +15,11 @@ UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
   return *this;
 }
 
-void UniqueFd::reset() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
+void UniqueFd::reset() { reset(-1); }
+
+void UniqueFd::reset(int fd) {
+  if (fd_ >= 0 && fd_ != fd) ::close(fd_);
+  fd_ = fd;
 }
 
 int UniqueFd::close_checked() {

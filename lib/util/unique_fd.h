@@ -1,5 +1,5 @@
 // UniqueFd: the one owner type for file descriptors in manifold (pipes, lock files, netns files,
-// temp files). Move-only, closed on destruction, no implicit conversion to int.
+// temp files, log files). Move-only, closed on destruction, no implicit conversion to int.
 #pragma once
 
 #include <utility>
@@ -25,6 +25,10 @@ class UniqueFd {
   bool valid() const { return fd_ >= 0; }
   /// Closes the descriptor now (close errors ignored).
   void reset();
+  /// Closes the current descriptor and takes ownership of `fd` (may be -1).
+  void reset(int fd);
+  /// Gives up ownership without closing and returns the descriptor (-1 when none was owned).
+  int release() { return std::exchange(fd_, -1); }
   /// Closes the descriptor and returns close()'s errno (0 on success); for written files, where a
   /// failing close can mean lost data.
   int close_checked();

@@ -13,6 +13,7 @@
 #include "exec/process.h"
 #include "engine/detach.h"
 #include "store/cache.h"
+#include "util/clock.h"
 
 extern char** environ;
 
@@ -85,7 +86,7 @@ int run_gc(const GcOptions& options) {
   }
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
-  store::RealSleeper sleeper;
+  util::RealSleeper sleeper;
   store::FileCache cache(options.cni_dir, std::chrono::milliseconds(5000), sleeper);
   std::vector<store::EntryKey> keys;
   try {

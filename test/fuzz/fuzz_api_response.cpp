@@ -31,8 +31,8 @@ constexpr const char* kToken = "s3cr3t-t0ken.fuzz";
 /// A fresh client with a scripted transport and fake time, per scenario.
 struct Harness {
   k8s::FakeHttpTransport transport;
-  k8s::FakeClock clock;
-  k8s::FakeSleeper sleeper{clock};
+  util::FakeClock clock;
+  util::FakeSleeper sleeper{clock};
   k8s::FixedJitter jitter{0.5};
   util::FakeFileReader files;
   k8s::RetryPolicy policy = small_policy();

@@ -40,8 +40,8 @@ void use(const k8s::ClusterAuth& auth, util::FakeFileReader& files) {
 
   k8s::FakeHttpTransport transport;
   transport.push_response(200, R"({"kind":"Pod","metadata":{"name":"web-0","namespace":"default"}})");
-  k8s::FakeClock clock;
-  k8s::FakeSleeper sleeper(clock);
+  util::FakeClock clock;
+  util::FakeSleeper sleeper(clock);
   k8s::FixedJitter jitter(0.5);
   k8s::RetryPolicy policy;
   policy.max_attempts = 1;

@@ -8,6 +8,7 @@
 
 #include "cni/error.h"
 #include "scoping/mesh.h"
+#include "scoping/mesh_config.h"
 #include "firewall/rules.h"
 #include "firewall/save_text.h"
 #include "netns_fixture.h"

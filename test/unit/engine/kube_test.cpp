@@ -14,6 +14,7 @@
 #include "engine/kube_access.h"
 #include "engine/pod_networks.h"
 #include "engine/pod_status.h"
+#include "util/clock.h"
 #include "util/file_reader.h"
 
 using manifold::Json;
@@ -22,6 +23,7 @@ namespace k8s = manifold::k8s;
 namespace cni = manifold::cni;
 namespace plugin = manifold::plugin;
 namespace engine = manifold::engine;
+namespace util = manifold::util;
 
 namespace {
 
@@ -39,7 +41,7 @@ class SharedTransport final : public k8s::HttpTransport {
 
 struct Fixture {
   k8s::FakeHttpTransport transport;
-  std::shared_ptr<k8s::FakeClock> clock = std::make_shared<k8s::FakeClock>();
+  std::shared_ptr<util::FakeClock> clock = std::make_shared<util::FakeClock>();
   plugin::Services services;
   cni::MetaConfig config;
   cni::Invocation inv;
@@ -54,8 +56,8 @@ struct Fixture {
     services.open_transport = [this](const k8s::ClusterAuth&) -> std::unique_ptr<k8s::HttpTransport> {
       return std::make_unique<SharedTransport>(transport);
     };
-    services.k8s_clock = clock;
-    services.k8s_sleeper = std::make_shared<k8s::FakeSleeper>(*clock);
+    services.clock = clock;
+    services.sleeper = std::make_shared<util::FakeSleeper>(*clock);
     Json conf = Json::parse(R"({"cniVersion":"1.0.0","name":"m","type":"manifold","kubeconfig":"/kc",
       "delegates":[{"cniVersion":"1.0.0","name":"cluster","type":"bridge"}]})");
     const Json extra = Json::parse(extra_config);

@@ -24,21 +24,11 @@ using manifold::exec::FakeProcessRunner;
 using manifold::exec::ProcessRequest;
 using manifold::exec::ProcessResult;
 using manifold::exec::RealProcessRunner;
+using manifold::util::FakeSleeper;
 using namespace std::chrono_literals;
 using manifold::test::TempDir;
 
 namespace {
-
-/// Records every pause; optionally runs an action on a given pause.
-class RecordingSleeper final : public manifold::exec::Sleeper {
- public:
-  void sleep_for(std::chrono::milliseconds d) override {
-    pauses.push_back(d);
-    if (on_pause) on_pause(pauses.size());
-  }
-  std::vector<std::chrono::milliseconds> pauses;
-  std::function<void(size_t)> on_pause;
-};
 
 ProcessRequest request_for(const std::string& path) {
   ProcessRequest r;
@@ -78,7 +68,7 @@ TEST_CASE("process: exit code, arguments and a clean environment reach the child
   TempDir dir;
   bool use_pidfd = GENERATE(true, false);  // false: the poll-tick path of kernels < 5.3
   CAPTURE(use_pidfd);
-  manifold::exec::RealSleeper sleeper;
+  manifold::util::RealSleeper sleeper;
   RealProcessRunner runner(sleeper, use_pidfd);
   ProcessRequest req = request_for(dir.script("p", "echo \"$1|$FOO|${HOME-unset}\"; exit 3"));
   req.argv = {"p", "first"};
@@ -105,7 +95,7 @@ TEST_CASE("process: 4 MiB of stdin is echoed back without deadlock", "[exec]") {
   TempDir dir;
   bool use_pidfd = GENERATE(true, false);  // false: the poll-tick path of kernels < 5.3
   CAPTURE(use_pidfd);
-  manifold::exec::RealSleeper sleeper;
+  manifold::util::RealSleeper sleeper;
   RealProcessRunner runner(sleeper, use_pidfd);
   ProcessRequest req = request_for(dir.script("cat", "exec cat"));
   req.stdin_data = random_bytes(4u << 20);
@@ -120,7 +110,7 @@ TEST_CASE("process: a chatty stderr before reading stdin does not deadlock", "[e
   TempDir dir;
   bool use_pidfd = GENERATE(true, false);  // false: the poll-tick path of kernels < 5.3
   CAPTURE(use_pidfd);
-  manifold::exec::RealSleeper sleeper;
+  manifold::util::RealSleeper sleeper;
   RealProcessRunner runner(sleeper, use_pidfd);
   ProcessRequest req =
       request_for(dir.script("p", "head -c 1048576 /dev/zero >&2; wc -c; echo done >&2"));
@@ -172,7 +162,7 @@ TEST_CASE("process: timeout kills the child and reports it", "[exec]") {
   TempDir dir;
   bool use_pidfd = GENERATE(true, false);  // false: the poll-tick path of kernels < 5.3
   CAPTURE(use_pidfd);
-  manifold::exec::RealSleeper sleeper;
+  manifold::util::RealSleeper sleeper;
   RealProcessRunner runner(sleeper, use_pidfd);
   ProcessRequest req = request_for(dir.script("p", "echo started; sleep 30"));
   req.timeout = 200ms;
@@ -190,7 +180,7 @@ TEST_CASE("process: timeout kills a grandchild that holds the pipe (process grou
   TempDir dir;
   bool use_pidfd = GENERATE(true, false);  // false: the poll-tick path of kernels < 5.3
   CAPTURE(use_pidfd);
-  manifold::exec::RealSleeper sleeper;
+  manifold::util::RealSleeper sleeper;
   RealProcessRunner runner(sleeper, use_pidfd);
   ProcessRequest req = request_for(dir.script("p", "sleep 30 & echo $!; sleep 30"));
   req.timeout = 200ms;
@@ -206,7 +196,7 @@ TEST_CASE("process: a grandchild holding the pipe after the child exited is kill
   TempDir dir;
   bool use_pidfd = GENERATE(true, false);  // false: the poll-tick path of kernels < 5.3
   CAPTURE(use_pidfd);
-  manifold::exec::RealSleeper sleeper;
+  manifold::util::RealSleeper sleeper;
   RealProcessRunner runner(sleeper, use_pidfd);
   ProcessRequest req = request_for(dir.script("p", "sleep 30 & echo $!; exit 4"));
   req.timeout = 30s;
@@ -291,24 +281,24 @@ TEST_CASE("process: ETXTBSY is retried with a doubling back-off", "[exec]") {
   std::string path = dir.script("busy", "echo ran");
   int writer = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);  // an "installer" still writing the file
   REQUIRE(writer >= 0);
-  RecordingSleeper sleeper;
+  FakeSleeper sleeper;
   RealProcessRunner runner(sleeper);
 
   SECTION("succeeds once the writer is gone") {
-    sleeper.on_pause = [&](size_t n) {
+    sleeper.on_sleep([&](size_t n) {
       if (n == 2) ::close(std::exchange(writer, -1));
-    };
+    });
     ProcessResult r = runner.run(request_for(path));
     CHECK(r.exit_code == 0);
     CHECK(r.stdout_data == "ran\n");
-    CHECK(sleeper.pauses == std::vector<std::chrono::milliseconds>{100ms, 200ms});
+    CHECK(sleeper.waits() == std::vector<std::chrono::milliseconds>{100ms, 200ms});
   }
   SECTION("gives up after five retries") {
     ProcessResult r = runner.run(request_for(path));
     CHECK(r.exec_errno == ETXTBSY);
     CHECK(r.exit_code == 126);
     CHECK(r.stderr_data.find("Text file busy") != std::string::npos);
-    CHECK(sleeper.pauses ==
+    CHECK(sleeper.waits() ==
           std::vector<std::chrono::milliseconds>{100ms, 200ms, 400ms, 800ms, 1600ms});
   }
   if (writer >= 0) ::close(writer);
@@ -318,7 +308,7 @@ TEST_CASE("process: no zombies are left behind", "[exec]") {
   TempDir dir;
   bool use_pidfd = GENERATE(true, false);  // false: the poll-tick path of kernels < 5.3
   CAPTURE(use_pidfd);
-  manifold::exec::RealSleeper sleeper;
+  manifold::util::RealSleeper sleeper;
   RealProcessRunner runner(sleeper, use_pidfd);
   std::string path = dir.script("p", "echo $$");
   for (int i = 0; i < 3; ++i) {

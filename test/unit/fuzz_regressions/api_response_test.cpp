@@ -16,8 +16,8 @@ namespace {
 
 struct Client {
   k8s::FakeHttpTransport transport;
-  k8s::FakeClock clock;
-  k8s::FakeSleeper sleeper{clock};
+  util::FakeClock clock;
+  util::FakeSleeper sleeper{clock};
   k8s::FixedJitter jitter{0.5};
   util::FakeFileReader files;
   k8s::ApiClient client{transport, auth(), k8s::RetryPolicy{}, sleeper, clock, files, jitter};

@@ -8,6 +8,8 @@
 
 using namespace manifold;
 using namespace manifold::k8s;
+using manifold::util::FakeClock;
+using manifold::util::FakeSleeper;
 using std::chrono::milliseconds;
 
 namespace {

@@ -19,6 +19,8 @@ using manifold::k8s::testing::ServerMode;
 using manifold::k8s::testing::ServerOptions;
 using manifold::k8s::testing::TestCa;
 using manifold::k8s::testing::TlsTestServer;
+using manifold::util::FakeSleeper;
+using manifold::util::SteadyClock;
 using std::chrono::milliseconds;
 
 namespace {

@@ -5,6 +5,8 @@
 #include "k8s/retry.h"
 
 using namespace manifold::k8s;
+using manifold::util::FakeClock;
+using manifold::util::FakeSleeper;
 using std::chrono::milliseconds;
 
 TEST_CASE("retryable statuses are 429, 500, 502, 503 and 504", "[k8s]") {

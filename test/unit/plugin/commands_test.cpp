@@ -347,15 +347,15 @@ TEST_CASE("ADD and DEL treat a missing readiness indicator file differently", "[
   config["readinessTimeout"] = 2;
   Json e = error_of(w.run("ADD", config));
   CHECK(e["code"] == 11);
-  CHECK(w.sleeps.size() == 2);
+  CHECK(w.sleeper->waits().size() == 2);
   CHECK(w.call_count() == 0);
   CHECK(w.cache.list().empty());
 
   // DEL looks once and carries on (here without a cache entry: best effort, success).
-  w.sleeps.clear();
+  w.sleeper->clear();
   auto del = w.run("DEL", config);
   CHECK(del.exit_code == 0);
-  CHECK(w.sleeps.empty());
+  CHECK(w.sleeper->waits().empty());
   CHECK(w.call_count() == 4);
 }
 
@@ -681,16 +681,16 @@ TEST_CASE("STATUS waits a bounded time for the readiness file", "[plugin][comman
     Json e = error_of(w.run("STATUS", config, no_container()));
     CHECK(e["code"] == 11);
     CHECK_THAT(e["msg"].get<std::string>(), Catch::Contains("/run/cluster-network/ready"));
-    CHECK(w.sleeps == std::vector<std::chrono::milliseconds>(3, std::chrono::seconds(1)));
+    CHECK(w.sleeper->waits() == std::vector<std::chrono::milliseconds>(3, std::chrono::seconds(1)));
     CHECK(w.call_count() == 0);
   }
   SECTION("appears during the wait") {
-    w.on_sleep = [&] {
-      if (w.sleeps.size() == 2) w.existing_files.insert("/run/cluster-network/ready");
-    };
+    w.sleeper->on_sleep([&](std::size_t waits) {
+      if (waits == 2) w.existing_files.insert("/run/cluster-network/ready");
+    });
     auto out = w.run("STATUS", config, no_container());
     CHECK(out.exit_code == 0);
-    CHECK(w.sleeps.size() == 2);
+    CHECK(w.sleeper->waits().size() == 2);
     CHECK(w.briefs_since(0) == Strings{"bridge STATUS "});
   }
 }

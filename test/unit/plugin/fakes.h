@@ -159,17 +159,14 @@ class World {
   exec::FakeProcessRunner runner;
   store::MemoryCache cache{std::chrono::milliseconds(2000)};
   k8s::FakeHttpTransport http;
-  std::shared_ptr<k8s::FakeClock> clock = std::make_shared<k8s::FakeClock>();
-  std::shared_ptr<k8s::FakeSleeper> sleeper = std::make_shared<k8s::FakeSleeper>(*clock);
+  std::shared_ptr<util::FakeClock> clock = std::make_shared<util::FakeClock>();
+  /// Records every wait (readiness polling and API retries) and advances `clock` by it.
+  std::shared_ptr<util::FakeSleeper> sleeper = std::make_shared<util::FakeSleeper>(*clock);
   std::shared_ptr<util::FakeFileReader> files = std::make_shared<util::FakeFileReader>();
   /// Credentials find_auth answers (nullopt: no Kubernetes).
   std::optional<k8s::ClusterAuth> auth;
   /// Paths file_exists answers true for.
   std::set<std::string> existing_files;
-  /// Every readiness sleep requested.
-  std::vector<std::chrono::milliseconds> sleeps;
-  /// Called after every readiness sleep.
-  std::function<void()> on_sleep;
   /// Every cniDir passed to open_cache, every netns path opened, every kubeconfig looked up.
   std::vector<std::string> cache_dirs, opened_netns, auth_lookups;
   /// Transports opened.
@@ -250,10 +247,6 @@ class World {
       return std::make_unique<netlink::FakeNetOps>(namespaces_[path], path);
     };
     s.file_exists = [this](const std::string& path) { return existing_files.count(path) > 0; };
-    s.sleep = [this](std::chrono::milliseconds d) {
-      sleeps.push_back(d);
-      if (on_sleep) on_sleep();
-    };
     s.find_auth = [this](const std::string& kubeconfig) {
       auth_lookups.push_back(kubeconfig);
       return auth;
@@ -262,8 +255,8 @@ class World {
       ++transports_opened;
       return std::make_unique<ForwardingTransport>(http);
     };
-    s.k8s_sleeper = sleeper;
-    s.k8s_clock = clock;
+    s.sleeper = sleeper;
+    s.clock = clock;
     s.files = files;
     s.environment = {"PATH=/usr/sbin:/usr/bin", "CNI_COMMAND=BOGUS", "CNI_IFNAME=bogus0", "HOME=/root"};
     return s;

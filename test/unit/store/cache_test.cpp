@@ -31,6 +31,7 @@ using manifold::store::ContainerRecord;
 using manifold::store::EntryKey;
 using manifold::store::FileCache;
 using manifold::store::MemoryCache;
+using manifold::util::FakeSleeper;
 using namespace std::chrono_literals;
 using manifold::test::TempDir;
 using manifold::test::code_of;
@@ -47,15 +48,8 @@ class ScopedUmask {
   mode_t old_;
 };
 
-/// Records pauses without sleeping.
-class RecordingSleeper final : public manifold::store::Sleeper {
- public:
-  void sleep_for(std::chrono::milliseconds d) override { pauses.push_back(d); }
-  std::vector<std::chrono::milliseconds> pauses;
-};
-
 /// Really sleeps 1 ms, and tells a waiting test that someone is waiting for a busy lock.
-class SignallingSleeper final : public manifold::store::Sleeper {
+class SignallingSleeper final : public manifold::util::Sleeper {
  public:
   void sleep_for(std::chrono::milliseconds) override {
     {
@@ -407,18 +401,18 @@ TEST_CASE("file cache: lock wait is bounded and ends in TryAgainLater", "[store]
   TempDir dir;
   FileCache holder(dir.path());
   auto held = holder.lock("c1");
-  RecordingSleeper sleeper;
+  FakeSleeper sleeper;
   FileCache cache(dir.path(), 100ms, sleeper);
   std::string msg;
   CHECK(code_of([&] { cache.lock("c1"); }, &msg) == 11);
   CHECK(msg.find(cache.lock_path("c1").string()) != std::string::npos);
   std::chrono::milliseconds total{0};
-  for (auto p : sleeper.pauses) {
+  for (auto p : sleeper.waits()) {
     CHECK(p <= manifold::store::FileLock::kMaxBackoff);
     total += p;
   }
   CHECK(total == 100ms);
-  CHECK(sleeper.pauses.front() == 1ms);
+  CHECK(sleeper.waits().front() == 1ms);
   held.reset();
   CHECK(cache.lock("c1") != nullptr);
 }

@@ -18,22 +18,12 @@ namespace fs = std::filesystem;
 using manifold::cni::CniError;
 using manifold::store::FileLock;
 using manifold::store::UniqueFd;
+using manifold::util::FakeSleeper;
 using namespace std::chrono_literals;
 using manifold::test::TempDir;
 using manifold::test::code_of;
 
 namespace {
-
-/// Records pauses; can run an action on a given pause.
-class RecordingSleeper final : public manifold::store::Sleeper {
- public:
-  void sleep_for(std::chrono::milliseconds d) override {
-    pauses.push_back(d);
-    if (on_pause) on_pause(pauses.size());
-  }
-  std::vector<std::chrono::milliseconds> pauses;
-  std::function<void(size_t)> on_pause;
-};
 
 bool flock_held(const fs::path& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -48,7 +38,7 @@ TEST_CASE("file lock: creates a 0600 file and holds an exclusive flock until des
   TempDir dir;
   fs::path path = dir.path() / "c.lock";
   mode_t old = ::umask(0);
-  RecordingSleeper sleeper;
+  FakeSleeper sleeper;
   auto lock = FileLock::acquire(path, 1s, sleeper);
   ::umask(old);
   struct stat st {};
@@ -58,31 +48,31 @@ TEST_CASE("file lock: creates a 0600 file and holds an exclusive flock until des
   CHECK(lock->path() == path);
   lock.reset();
   CHECK_FALSE(flock_held(path));
-  CHECK(sleeper.pauses.empty());
+  CHECK(sleeper.waits().empty());
 }
 
 TEST_CASE("file lock: a busy lock is waited for, then given up with TryAgainLater", "[store]") {
   TempDir dir;
   fs::path path = dir.path() / "c.lock";
-  RecordingSleeper sleeper;
+  FakeSleeper sleeper;
   auto held = FileLock::acquire(path, 1s, sleeper);
 
   SECTION("acquired once the holder lets go") {
-    sleeper.on_pause = [&](size_t n) {
+    sleeper.on_sleep([&](size_t n) {
       if (n == 3) held.reset();
-    };
+    });
     auto second = FileLock::acquire(path, 1s, sleeper);
-    CHECK(sleeper.pauses == std::vector<std::chrono::milliseconds>{1ms, 2ms, 4ms});
+    CHECK(sleeper.waits() == std::vector<std::chrono::milliseconds>{1ms, 2ms, 4ms});
     CHECK(flock_held(path));
   }
   SECTION("zero timeout fails at once") {
     CHECK(code_of([&] { FileLock::acquire(path, 0ms, sleeper); }) == 11);
-    CHECK(sleeper.pauses.empty());
+    CHECK(sleeper.waits().empty());
   }
   SECTION("the pauses add up to exactly the timeout, each capped") {
     CHECK(code_of([&] { FileLock::acquire(path, 500ms, sleeper); }) == 11);
     std::chrono::milliseconds total{0};
-    for (auto p : sleeper.pauses) {
+    for (auto p : sleeper.waits()) {
       CHECK(p <= FileLock::kMaxBackoff);
       total += p;
     }
@@ -93,17 +83,17 @@ TEST_CASE("file lock: a busy lock is waited for, then given up with TryAgainLate
 TEST_CASE("file lock: a waiter whose file was deleted by the holder locks a fresh one", "[store]") {
   TempDir dir;
   fs::path path = dir.path() / "c.lock";
-  RecordingSleeper sleeper;
+  FakeSleeper sleeper;
   auto held = FileLock::acquire(path, 1s, sleeper);
-  sleeper.on_pause = [&](size_t n) {
+  sleeper.on_sleep([&](size_t n) {
     if (n == 1) {  // the waiter has the old file open: the holder removes it and lets go
       held->unlink_file();
       held.reset();
     }
-  };
+  });
   auto fresh = FileLock::acquire(path, 1s, sleeper);
   // (Inode numbers cannot tell the files apart: the old one is freed before the new one is made.)
-  CHECK(sleeper.pauses.size() == 1);
+  CHECK(sleeper.waits().size() == 1);
   CHECK(flock_held(path));  // the lock is on the file now at the path, which others will open
   fresh->unlink_file();
   CHECK_FALSE(fs::exists(path));
@@ -113,7 +103,7 @@ TEST_CASE("file lock: a waiter whose file was deleted by the holder locks a fres
 TEST_CASE("file lock: a directory or symlink in place of the lock file is an I/O error",
           "[store]") {
   TempDir dir;
-  RecordingSleeper sleeper;
+  FakeSleeper sleeper;
   fs::create_directory(dir.path() / "d.lock");
   CHECK(code_of([&] { FileLock::acquire(dir.path() / "d.lock", 1s, sleeper); }) == 5);
   fs::create_symlink(dir.path() / "target", dir.path() / "s.lock");
