@@ -1,7 +1,7 @@
 // The side-effect boundary of the firewall module: reading the nat table (`iptables-save -t nat`),
 // loading a payload (`iptables-restore --noflush`) and choosing a backend, all inside one pod
 // network namespace. IptablesRunner is the interface the mesh lifecycle is written against;
-// RealIptablesRunner runs the node's binaries (reference/mesh-and-routing.md §4.6): looked up only
+// RealIptablesRunner runs the node's binaries: looked up only
 // in /usr/sbin, /sbin, /usr/bin, never via PATH; always `--noflush`; for legacy, `-w <secs>` and
 // XTABLES_LOCKFILE set to the netns path so the lock is per pod and never contends with the host's
 // kube-proxy. FakeIptablesRunner (fake_runner.h) simulates the table for unit tests.
