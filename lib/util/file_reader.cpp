@@ -10,24 +10,10 @@
 #include <cstring>
 
 #include "util/error.h"
+#include "util/unique_fd.h"
 
 namespace manifold::util {
 namespace {
-
-/// Owns one file descriptor for the duration of a read.
-class ScopedFd {
- public:
-  explicit ScopedFd(int fd) : fd_(fd) {}
-  ~ScopedFd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  ScopedFd(const ScopedFd&) = delete;
-  ScopedFd& operator=(const ScopedFd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 [[noreturn]] void throw_read_error(const std::string& path, const std::string& why) {
   throw IoError("cannot read " + path + ": " + why);
@@ -40,7 +26,7 @@ class ScopedFd {
 }  // namespace
 
 std::string RealFileReader::read(const std::string& path, std::size_t max_bytes) {
-  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
   if (fd.get() < 0) throw_read_error(path, std::strerror(errno));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) throw_read_error(path, std::strerror(errno));
