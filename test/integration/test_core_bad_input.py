@@ -99,8 +99,10 @@ class CoreBadInputTest(ManifoldTestCase):
     def test_hanging_delegate_times_out_with_101_and_is_killed(self):
         pid_file = self.tree.path("hang.pid")
         hang = self.fake_conf("fake-hang", pidFile=pid_file)
+        # The bound applies to each delegate on its own; 5 s leave the bridge before the hanging
+        # delegate, and the hanging delegate's own start, ample time on a loaded machine.
         self.write_manifold("1.0.0", [self.cluster_conf(), hang, self.tuning_list()],
-                            delegateTimeout=2)
+                            delegateTimeout=5)
         add = self.driver("add", self.pod.path, container_id=CONTAINER, timeout=90)
         self.assertCniError(add, ERR_DELEGATE_FAILED)
         self.assertTrue(os.path.exists(pid_file), "the hanging delegate never ran")
