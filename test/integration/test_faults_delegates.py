@@ -84,7 +84,9 @@ class FaultsDelegatesTest(FaultsTestCase):
     def test_delegate_hanging_on_del_fails_the_del_but_the_others_are_released(self):
         pid_file = self.tree.path("hang.pid")
         hang = self.fake_conf("fake-hang", name="sticky", hangOn=["DEL"], pidFile=pid_file)
-        self.write_manifold("1.0.0", [self.cluster_conf(), self.scoped_conf(), hang], delegateTimeout=1)
+        # 5 s per delegate: ample for every delegate's ADD and for the hanging one to record its pid
+        # on a loaded machine.
+        self.write_manifold("1.0.0", [self.cluster_conf(), self.scoped_conf(), hang], delegateTimeout=5)
         self.assertOk(self.driver("add", self.pod.path, container_id=CONTAINER))
         self.assertNotEqual(self.our_rules(), [])
         self.assertNotEqual(self.our_chains(), [])
