@@ -77,7 +77,7 @@ def fake(plugin_type, version="1.0.0", name=None, **keys):
 
 
 def manifold(version, delegates, cni_dir, log_file, bin_dir="/nonexistent-manifold-bin",
-             delegate_timeout=5, name=MANIFOLD_NET, **extra):
+             delegate_timeout=30, name=MANIFOLD_NET, **extra):
     """The manifold config under test; extra keys (returnAllResults, ...) are merged in."""
     conf = {
         "cniVersion": version, "name": name, "type": "manifold", "cniDir": cni_dir,
