@@ -19,7 +19,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_FILE_LINES = 400
 MAX_FUNCTION_LINES = 60
 SOURCE_EXT = (".h", ".cpp")
-CITATION = re.compile(r"design(\.md)?\s*§|\bdesign §|reference/[a-z-]+\.md|\bissues? \d+(\b|[–-])")
+# A section sign is a citation of a document unless a public spec's name comes right before it.
+CITATION = re.compile(r"design(\.md)?\s*§|\bdesign §|reference/[a-z-]+\.md|\bissues? \d+(\b|[–-])"
+                      r"|(?<!NPWG )(?<!spec )(?<!SPEC\.md )§\s*\d")
 
 
 def tracked(*tops):

@@ -3,12 +3,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "cni/error.h"
 #include "cni/netconf.h"
+#include "util/file_reader.h"
 #include "util/log.h"
 
 namespace manifold::cni {
@@ -35,16 +34,12 @@ std::vector<fs::path> config_files(const fs::path& dir) {
 
 // Reads and parses one config file; validates its shape according to its extension.
 Json read_config_file(const fs::path& p) {
-  std::error_code ec;
-  auto size = fs::file_size(p, ec);
-  if (ec) throw CniError(ErrorCode::Io, "cannot read network config " + p.string() + ": " + ec.message());
-  if (size > kMaxConfFileBytes)
+  util::FileRead file = util::try_read_file(p.string(), kMaxConfFileBytes);
+  if (file.failure == util::ReadFailure::TooLarge)
     throw_invalid_config("network config " + p.string() + " is larger than 1 MiB");
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw CniError(ErrorCode::Io, "cannot open network config " + p.string());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  Json j = Json::parse(ss.str(), nullptr, false);
+  if (!file.ok())
+    throw CniError(ErrorCode::Io, "cannot read network config " + p.string() + ": " + file.reason(kMaxConfFileBytes));
+  Json j = Json::parse(file.data, nullptr, false);
   if (j.is_discarded() || !j.is_object())
     throw_invalid_config("network config " + p.string() + " is not a JSON object");
   if (p.extension() == ".conflist") {

@@ -17,7 +17,7 @@
 //   iptablesMode             "auto"  auto | legacy | nft; should equal the mesh's own mode
 //   ipv6                     "auto"  auto (iff the attachment has IPv6) | true | false
 //   lockWaitSeconds          30      legacy backend: `-w` seconds for the xtables lock (1-600)
-// Extensions beyond §4.2, for family-specific lists (a CIDR of the other family is an error):
+// Extensions beyond the Istio-compatible keys, for family-specific lists (a CIDR of the other family is an error):
 //   inboundSubnetsToIgnoreV4, inboundSubnetsToIgnoreV6, outboundSubnetsToIgnoreV4,
 //   outboundSubnetsToIgnoreV6.
 // Port lists hold numbers or strings "N" / "N-M" (or one comma-separated string); UIDs and GIDs are

@@ -59,7 +59,7 @@ std::vector<MeshChain> mesh_chains(std::string_view ifname, const MeshConfig& cf
 ///   misplaced jumps to our chains, the chain bodies, `-I <hook> 1 <jump>` unless exactly the
 ///   expected jump already sits before any mesh jump, `-X` for a chain of a direction that is
 ///   now disabled, COMMIT.
-/// With an empty `current_save` this is exactly the §4.4 text.
+/// With an empty `current_save` (a fresh namespace) the payload has no `-D` lines.
 std::string build_add_payload(std::string_view ifname, const MeshConfig& cfg, Family family,
                               std::string_view current_save);
 

@@ -61,8 +61,8 @@ struct StatusInput {
   Json extra_fields;         ///< object of fields appended after "gateway" on every entry, or null
 };
 
-/// Renders the annotation value for all attachments. Entries follow Multus's computation (§4 of
-/// the reference): field order name, interface, ips, mac, mtu, default, dns (always, `{}` when
+/// Renders the annotation value for all attachments. Entries follow Multus's computation: field
+/// order name, interface, ips, mac, mtu, default, dns (always, `{}` when
 /// empty), device-info, gateway, then `extra_fields` (keys that collide with a standard field are
 /// skipped). Empty strings, empty lists, `false` and 0 are omitted. device-info is decoded the way
 /// Multus decodes the device-info file (known fields only, in Multus's order; omitted if it is not

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "cni/error.h"
+#include "util/file_reader.h"
 
 namespace manifold::store {
 
@@ -58,31 +59,16 @@ void write_all(const util::UniqueFd& fd, std::string_view data, const std::files
 }
 
 std::optional<std::string> read_bounded(const std::filesystem::path& path, std::size_t max_bytes) {
-  util::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd.valid()) {
-    if (errno == ENOENT) return std::nullopt;
-    if (errno == ELOOP) corrupt_file(path, "it is a symbolic link");
-    throw_io("cannot open", path, errno);
+  util::FileRead r = util::try_read_file(path.string(), max_bytes, /*follow_symlinks=*/false);
+  switch (r.failure) {
+    case util::ReadFailure::None: return std::move(r.data);
+    case util::ReadFailure::Missing: return std::nullopt;
+    case util::ReadFailure::SymbolicLink:
+    case util::ReadFailure::NotRegular:
+    case util::ReadFailure::TooLarge: corrupt_file(path, r.reason(max_bytes));
+    case util::ReadFailure::System: break;
   }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) throw_io("cannot stat", path, errno);
-  if (!S_ISREG(st.st_mode)) corrupt_file(path, "not a regular file");
-  if (static_cast<unsigned long long>(st.st_size) > max_bytes) {
-    corrupt_file(path, "larger than " + std::to_string(max_bytes) + " bytes");
-  }
-  std::string text;
-  char buf[64 * 1024];
-  for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw_io("cannot read", path, errno);
-    if (n == 0) break;
-    text.append(buf, static_cast<size_t>(n));
-    if (text.size() > max_bytes) {
-      corrupt_file(path, "larger than " + std::to_string(max_bytes) + " bytes");
-    }
-  }
-  return text;
+  throw_io("cannot read", path, r.error);
 }
 
 bool is_temp_suffix(std::string_view rest) {

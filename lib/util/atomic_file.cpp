@@ -99,25 +99,4 @@ void copy_file_atomic(const std::string& src, const std::string& dst, mode_t mod
   tmp.commit(mode);
 }
 
-std::string read_file_bounded(const std::string& path, std::size_t max_bytes) {
-  UniqueFd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
-  if (in.get() < 0) io_error("cannot open", path, errno);
-  struct stat st {};
-  if (::fstat(in.get(), &st) != 0) io_error("cannot stat", path, errno);
-  if (!S_ISREG(st.st_mode)) throw IoError("not a regular file: " + path);
-  std::string data;
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(in.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) io_error("cannot read", path, errno);
-    if (n == 0) break;
-    if (data.size() + static_cast<size_t>(n) > max_bytes)
-      throw IoError("file " + path + " is larger than " + std::to_string(max_bytes) +
-                                                  " bytes");
-    data.append(buf, static_cast<size_t>(n));
-  }
-  return data;
-}
-
 }  // namespace manifold::util

@@ -7,7 +7,6 @@
 
 #include <sys/types.h>
 
-#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -21,9 +20,5 @@ void write_file_atomic(const std::string& path, std::string_view data, mode_t mo
 /// binaries are fine). Works while another process holds `dst` open or is executing it. Throws
 /// util::IoError naming the path that failed.
 void copy_file_atomic(const std::string& src, const std::string& dst, mode_t mode);
-
-/// Reads the whole regular file `path`. Throws util::IoError naming the path when it cannot be read
-/// or is larger than `max_bytes`.
-std::string read_file_bounded(const std::string& path, std::size_t max_bytes);
 
 }  // namespace manifold::util

@@ -20,6 +20,7 @@
 #include "cni/error.h"
 #include "cni/install_config.h"
 #include "util/atomic_file.h"
+#include "util/file_reader.h"
 #include "util/error.h"
 #include "util/log.h"
 

@@ -10,7 +10,7 @@
 #include "scoping/mesh_config.h"
 #include "scoping/source_routing.h"
 #include "k8s/manifest_validate.h"
-#include "util/atomic_file.h"
+#include "util/file_reader.h"
 #include "util/error.h"
 
 namespace manifold::plugin {

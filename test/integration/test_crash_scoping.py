@@ -14,13 +14,12 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True
 
-from crash.campaign import CrashMixin  # noqa: E402
-from crash.residue import Places  # noqa: E402
+from crash.campaign import DriverCrashMixin  # noqa: E402
 from harness import ManifoldTestCase, main  # noqa: E402
 from scoping_world import mesh, net1_conf  # noqa: E402
 
 
-class CrashScopingTest(CrashMixin, ManifoldTestCase):
+class CrashScopingTest(DriverCrashMixin, ManifoldTestCase):
     """One campaign per verb on [bridge + host-local, macvlan with sourceRouting and nft mesh]."""
 
     scenario = "scoping"
@@ -29,16 +28,6 @@ class CrashScopingTest(CrashMixin, ManifoldTestCase):
         super().setUp()
         scoped = net1_conf(False, mesh("nft"), {"enabled": True})
         self.write_manifold("1.1.0", [self.cluster_conf(), scoped])
-
-    def invoke(self, verb, container, ns, valid):
-        """The libcni driver's call (GC through pkg/invoke with the valid attachments)."""
-        if verb == "GC":
-            return self.driver("gc", "", valid_attachments=valid)
-        return self.driver(verb.lower(), ns.path, container_id=container)
-
-    def places(self):
-        """The test's namespaces and directories."""
-        return Places(self.pod, self.node, self.tree.cni_dir, self.tree.ipam_dir, self.tree.libcni_cache)
 
 
 if __name__ == "__main__":

@@ -389,3 +389,19 @@ class CrashMixin:
                 f.write(json.dumps(figures) + "\n")
         if self.findings:
             self.fail("%d findings:\n%s" % (len(self.findings), "\n".join(map(str, self.findings))))
+
+
+class DriverCrashMixin(CrashMixin):
+    """CrashMixin for a scenario without Kubernetes: the runtime is the libcni driver, the places
+    are the test's pod and node namespaces and its tree's directories."""
+
+    def invoke(self, verb, container, ns, valid):
+        """The libcni driver's call (GC through pkg/invoke with the valid attachments)."""
+        if verb == "GC":
+            return self.driver("gc", "", valid_attachments=valid)
+        return self.driver(verb.lower(), ns.path, container_id=container)
+
+    def places(self):
+        """The test's namespaces and directories."""
+        return residue.Places(self.pod, self.node, self.tree.cni_dir, self.tree.ipam_dir,
+                              self.tree.libcni_cache)

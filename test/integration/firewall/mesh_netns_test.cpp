@@ -36,7 +36,7 @@ const char* kProxyInit =
     "-j REDIRECT --to-ports 4143\n"
     "COMMIT\n";
 
-// The reference example (§4.4) with the backend forced.
+// The basic mesh example (ports, UID and subnets to skip) with the backend forced.
 MeshConfig basic_config(Backend backend) {
   Json j = Json::parse(R"({"enabled": true, "inboundPort": 4143, "outboundPort": 4140, "proxyUID": 2102,
                            "inboundPortsToIgnore": ["4190", "4191"]})");

@@ -1,5 +1,5 @@
 // The scoping façade against the real kernel and the node's real iptables, per backend, in a
-// throwaway namespace shaped like the reference pod (mesh-and-routing.md §4.8): eth0 with the
+// throwaway namespace shaped like the unit tests' routed pod: eth0 with the
 // default route, net1 192.168.10.5/24 + 2001:db8:10::5/64 with an IPAM route. Checks that applying
 // twice leaves `ip rule`, every routing table and iptables-save identical, that the main table is
 // never changed, that source-bound lookups use our table, that CHECK passes on the real kernel and

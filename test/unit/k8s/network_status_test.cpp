@@ -1,5 +1,5 @@
-// Tests of network-status rendering: byte-for-byte against both examples of the Multus reference
-// (§4), the one- and multi-interface rules, gateway/device-info/extra fields, and Go-identical JSON
+// Tests of network-status rendering: byte-for-byte against both of Multus's documented examples,
+// the one- and multi-interface rules, gateway/device-info/extra fields, and Go-identical JSON
 // output (escaping, numbers, empty containers, IP formatting).
 #include <catch2/catch.hpp>
 

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "cni/error.h"
+#include "fake_pod.h"
 #include "net_specs.h"
 
 using namespace manifold::netlink;
@@ -21,17 +22,9 @@ using manifold::test::text;
 
 namespace {
 
-struct Pod {
-  std::shared_ptr<FakeNetnsState> state = FakeNetnsState::with_defaults();
-  FakeNetOps ops{state, "/run/netns/pod"};
-  int eth0 = state->add_link("eth0");
-  int net1 = state->add_link("net1", "macvlan");
-
-  Pod() {
-    state->add_address(eth0, "10.244.1.5/24");
-    state->add_address(net1, "192.168.10.5/24");
-    state->add_address(net1, "2001:db8:10::5/64");
-  }
+// The shared pod, with a macvlan net1 that also has an IPv6 address.
+struct Pod : manifold::test::FakePod {
+  Pod() : FakePod("macvlan", "/run/netns/pod") { state->add_address(net1, "2001:db8:10::5/64"); }
 };
 
 }  // namespace

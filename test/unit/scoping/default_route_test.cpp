@@ -10,6 +10,7 @@
 #include "cni/error.h"
 #include "netlink/fake_net_ops.h"
 #include "cni_error_of.h"
+#include "fake_pod.h"
 #include "net_specs.h"
 
 using namespace manifold;
@@ -22,18 +23,9 @@ using manifold::test::ip;
 namespace {
 
 // eth0 (cluster, default routes of both families) and net1 (no default route).
-struct Pod {
-  std::shared_ptr<FakeNetnsState> state = FakeNetnsState::with_defaults();
-  FakeNetOps ops{state};
-  int eth0 = 0;
-  int net1 = 0;
-
+struct Pod : test::FakePod {
   Pod() {
-    eth0 = state->add_link("eth0");
-    net1 = state->add_link("net1");
-    state->add_address(eth0, "10.244.1.5/24");
     state->add_address(eth0, "fd00:244::5/64");
-    state->add_address(net1, "192.168.10.5/24");
     state->add_address(net1, "2001:db8:10::5/64");
     REQUIRE(ops.add_default_route(AF_INET, ip("10.244.1.1"), eth0) == AddOutcome::Added);
     REQUIRE(ops.add_default_route(AF_INET6, ip("fd00:244::1"), eth0) == AddOutcome::Added);

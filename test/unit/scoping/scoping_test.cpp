@@ -17,6 +17,7 @@
 #include "firewall/rules.h"
 #include "netlink/fake_net_ops.h"
 #include "cni_error_of.h"
+#include "fake_pod.h"
 #include "net_specs.h"
 
 using namespace manifold;
@@ -43,10 +44,9 @@ class Forward final : public firewall::IptablesRunner {
   firewall::FakeIptablesRunner& fake_;
 };
 
-// The reference pod (mesh-and-routing.md §4.8) with the fakes and a ScopingEnv over them.
-struct World {
-  std::shared_ptr<netlink::FakeNetnsState> state = netlink::FakeNetnsState::with_defaults();
-  netlink::FakeNetOps ops{state};
+// The routed pod (eth0 with the default route, net1 with an IPAM route) with the fakes and a
+// ScopingEnv over them.
+struct World : test::RoutedFakePod {
   firewall::FakeIptablesRunner fake;
   std::vector<int> lock_waits;
   IptablesRunnerPool pool{[this](int wait) -> std::unique_ptr<firewall::IptablesRunner> {
@@ -54,21 +54,6 @@ struct World {
     return std::make_unique<Forward>(fake);
   }};
   ScopingEnv env{ops, pool};
-  int eth0 = 0;
-  int net1 = 0;
-
-  World() {
-    eth0 = state->add_link("eth0");
-    net1 = state->add_link("net1");
-    state->add_address(eth0, "10.244.1.5/24");
-    state->add_address(net1, "192.168.10.5/24");
-    REQUIRE(ops.add_default_route(AF_INET, ip("10.244.1.1"), eth0) == netlink::AddOutcome::Added);
-    netlink::RouteSpec ipam;
-    ipam.dst = cidr("192.168.20.0/24");
-    ipam.gw = ip("192.168.10.1");
-    ipam.ifindex = net1;
-    REQUIRE(ops.add_route(ipam) == netlink::AddOutcome::Added);
-  }
 
   std::vector<netlink::RuleSpec> our_rules() {
     std::vector<netlink::RuleSpec> out;
@@ -232,7 +217,7 @@ TEST_CASE("scoping: apply installs routing and the golden mesh payload", "[plugi
   REQUIRE(w.our_rules().size() == 1);
   CHECK(w.ops.list_routes(AF_UNSPEC, 1000).size() == 3);
   CHECK(w.lock_waits == std::vector<int>{30});
-  // Exactly the reference payload of mesh-and-routing.md §4.4.
+  // Exactly the payload the mesh redirect rules are specified to produce.
   const std::string golden =
       "*nat\n"
       ":CNIMESH-IN-net1 - [0:0]\n"

@@ -13,6 +13,7 @@
 #include "cni/error.h"
 #include "netlink/fake_net_ops.h"
 #include "cni_error_of.h"
+#include "fake_pod.h"
 #include "net_specs.h"
 
 using namespace manifold;
@@ -26,27 +27,9 @@ using manifold::test::text;
 
 namespace {
 
-// The reference pod: eth0 10.244.1.5/24 with the default route, net1
-// 192.168.10.5/24 with an IPAM route to 192.168.20.0/24 via 192.168.10.1.
-struct Pod {
-  std::shared_ptr<FakeNetnsState> state = FakeNetnsState::with_defaults();
-  FakeNetOps ops{state};
-  int eth0 = 0;
-  int net1 = 0;
-
-  Pod() {
-    eth0 = state->add_link("eth0");
-    net1 = state->add_link("net1");
-    state->add_address(eth0, "10.244.1.5/24");
-    state->add_address(net1, "192.168.10.5/24");
-    REQUIRE(ops.add_default_route(AF_INET, ip("10.244.1.1"), eth0) == AddOutcome::Added);
-    RouteSpec ipam;
-    ipam.dst = cidr("192.168.20.0/24");
-    ipam.gw = ip("192.168.10.1");
-    ipam.ifindex = net1;
-    REQUIRE(ops.add_route(ipam) == AddOutcome::Added);
-    state->journal.clear();
-  }
+// The routed pod (eth0 with the default route, net1 with an IPAM route), journal cleared.
+struct Pod : test::RoutedFakePod {
+  Pod() { state->journal.clear(); }
 
   std::vector<RouteSpec> table(int id, int family = AF_UNSPEC) { return ops.list_routes(family, id); }
   std::vector<RuleSpec> rules_at(int priority) {
