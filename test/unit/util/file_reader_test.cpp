@@ -1,9 +1,11 @@
 // Tests of the file readers: the real one against files in a private temporary directory (regular
-// file, missing file, directory, size bound) and the in-memory fake.
+// file, missing file, directory, symbolic link, size bound), the failure reasons of try_read_file,
+// and the in-memory fake.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -50,4 +52,35 @@ TEST_CASE("FakeFileReader serves added files and records reads", "[util]") {
   files.remove("/a");
   CHECK_THROWS_AS(files.read("/a"), util::IoError);
   CHECK(files.reads() == std::vector<std::string>{"/a", "/b", "/a", "/a"});
+}
+
+TEST_CASE("try_read_file says why a read failed, and refuses links only when asked", "[util]") {
+  TempDir dir;
+  const std::string target = dir.write("target", "data");
+  const std::string link = dir.str() + "/link";
+  REQUIRE(::symlink(target.c_str(), link.c_str()) == 0);
+
+  FileRead ok = try_read_file(link, 100);
+  CHECK(ok.ok());
+  CHECK(ok.data == "data");
+
+  FileRead refused = try_read_file(link, 100, /*follow_symlinks=*/false);
+  CHECK(refused.failure == ReadFailure::SymbolicLink);
+  CHECK(refused.data.empty());
+  CHECK(refused.reason(100) == "it is a symbolic link");
+
+  FileRead missing = try_read_file(dir.str() + "/none", 100);
+  CHECK(missing.failure == ReadFailure::Missing);
+  CHECK(missing.error == ENOENT);
+
+  CHECK(try_read_file(dir.str(), 100).failure == ReadFailure::NotRegular);
+  FileRead big = try_read_file(target, 3);
+  CHECK(big.failure == ReadFailure::TooLarge);
+  CHECK(big.reason(3) == "file is larger than 3 bytes");
+  CHECK(try_read_file(target, 4).data == "data");  // exactly the bound is fine
+
+  // /proc/self/mem is a regular file whose read at offset 0 fails (EIO): a system error.
+  FileRead unreadable = try_read_file("/proc/self/mem", 100);
+  CHECK(unreadable.failure == ReadFailure::System);
+  CHECK(unreadable.error == EIO);
 }
