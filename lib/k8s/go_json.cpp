@@ -30,13 +30,27 @@ void write_go_string(std::string& out, std::string_view s) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
       switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\b':
+          out += "\\b";
+          break;
+        case '\f':
+          out += "\\f";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
         default:
           if (c < 0x20 || c == '<' || c == '>' || c == '&') {
             out += "\\u00";
@@ -89,53 +103,59 @@ void newline(std::string& out, int depth) {
   for (int i = 0; i < depth; ++i) out += kIndent;
 }
 
+void write_go_value(std::string& out, const Json& v, int depth);
+
+// An object or an array as Go's MarshalIndent writes it: each member on its own line, empty ones as
+// {} and [].
+void write_go_container(std::string& out, const Json& v, int depth) {
+  const bool object = v.is_object();
+  if (v.empty()) {
+    out += object ? "{}" : "[]";
+    return;
+  }
+  out += object ? '{' : '[';
+  bool first = true;
+  for (const auto& member : v.items()) {
+    if (!first) out += ',';
+    first = false;
+    newline(out, depth + 1);
+    if (object) {
+      write_go_string(out, member.key());
+      out += ": ";
+    }
+    write_go_value(out, member.value(), depth + 1);
+  }
+  newline(out, depth);
+  out += object ? '}' : ']';
+}
+
 void write_go_value(std::string& out, const Json& v, int depth) {
   if (depth > kMaxRenderDepth) {
     throw cni::CniError(cni::ErrorCode::Internal, "network-status: value nested too deeply to render");
   }
   switch (v.type()) {
-    case Json::value_t::object: {
-      if (v.empty()) {
-        out += "{}";
-        return;
-      }
-      out += '{';
-      bool first = true;
-      for (const auto& [key, value] : v.items()) {
-        if (!first) out += ',';
-        first = false;
-        newline(out, depth + 1);
-        write_go_string(out, key);
-        out += ": ";
-        write_go_value(out, value, depth + 1);
-      }
-      newline(out, depth);
-      out += '}';
+    case Json::value_t::object:
+    case Json::value_t::array:
+      write_go_container(out, v, depth);
       return;
-    }
-    case Json::value_t::array: {
-      if (v.empty()) {
-        out += "[]";
-        return;
-      }
-      out += '[';
-      bool first = true;
-      for (const Json& item : v) {
-        if (!first) out += ',';
-        first = false;
-        newline(out, depth + 1);
-        write_go_value(out, item, depth + 1);
-      }
-      newline(out, depth);
-      out += ']';
+    case Json::value_t::string:
+      write_go_string(out, v.get_ref<const std::string&>());
       return;
-    }
-    case Json::value_t::string: write_go_string(out, v.get_ref<const std::string&>()); return;
-    case Json::value_t::boolean: out += v.get<bool>() ? "true" : "false"; return;
-    case Json::value_t::number_integer: out += std::to_string(v.get<int64_t>()); return;
-    case Json::value_t::number_unsigned: out += std::to_string(v.get<uint64_t>()); return;
-    case Json::value_t::number_float: write_go_float(out, v.get<double>()); return;
-    default: out += "null"; return;  // null, discarded, binary
+    case Json::value_t::boolean:
+      out += v.get<bool>() ? "true" : "false";
+      return;
+    case Json::value_t::number_integer:
+      out += std::to_string(v.get<int64_t>());
+      return;
+    case Json::value_t::number_unsigned:
+      out += std::to_string(v.get<uint64_t>());
+      return;
+    case Json::value_t::number_float:
+      write_go_float(out, v.get<double>());
+      return;
+    default:
+      out += "null";
+      return;  // null, discarded, binary
   }
 }
 
@@ -156,8 +176,8 @@ std::string go_ip_string(const std::string& text) {
     return inet_ntop(AF_INET, b.data(), buf, sizeof buf) ? std::string(buf) : bare;
   }
   if (inet_pton(AF_INET6, bare.c_str(), b.data()) != 1) return bare;
-  const bool v4_mapped = std::all_of(b.begin(), b.begin() + 10, [](unsigned char c) { return c == 0; }) &&
-                         b[10] == 0xff && b[11] == 0xff;
+  const bool v4_mapped =
+      std::all_of(b.begin(), b.begin() + 10, [](unsigned char c) { return c == 0; }) && b[10] == 0xff && b[11] == 0xff;
   if (v4_mapped) return inet_ntop(AF_INET, b.data() + 12, buf, sizeof buf) ? std::string(buf) : bare;
   // RFC 5952: the longest run (first on ties) of at least two zero groups becomes "::".
   std::array<unsigned, 8> group{};
