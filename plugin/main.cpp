@@ -59,7 +59,6 @@ engine::Services real_services(exec::ProcessRunner& runner) {
   return s;
 }
 
-
 std::map<std::string, std::string> environment_map() {
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {

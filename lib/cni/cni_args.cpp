@@ -21,8 +21,8 @@ bool has_control_chars(std::string_view s) {
 
 CniArgs CniArgs::parse(std::string_view text) {
   if (text.size() > kMaxArgsBytes)
-    throw CniError(ErrorCode::InvalidEnv, "CNI_ARGS is too long (" + std::to_string(text.size()) +
-                                              " bytes, limit 65536)");
+    throw CniError(ErrorCode::InvalidEnv,
+                   "CNI_ARGS is too long (" + std::to_string(text.size()) + " bytes, limit 65536)");
   CniArgs out;
   size_t pos = 0;
   while (pos <= text.size()) {
@@ -33,11 +33,10 @@ CniArgs CniArgs::parse(std::string_view text) {
       size_t eq = item.find('=');
       if (eq == std::string_view::npos || eq == 0)
         throw CniError(ErrorCode::InvalidEnv,
-                       "invalid CNI_ARGS pair \"" + std::string(item.substr(0, 64)) +
-                           "\": expected KEY=VALUE");
+                       "invalid CNI_ARGS pair \"" + std::string(item.substr(0, 64)) + "\": expected KEY=VALUE");
       if (has_control_chars(item))
-        throw CniError(ErrorCode::InvalidEnv, "invalid CNI_ARGS: control characters in \"" +
-                                                  std::string(item.substr(0, eq)) + "\"");
+        throw CniError(ErrorCode::InvalidEnv,
+                       "invalid CNI_ARGS: control characters in \"" + std::string(item.substr(0, eq)) + "\"");
       out.pairs_.emplace_back(std::string(item.substr(0, eq)), std::string(item.substr(eq + 1)));
     }
     pos = end + 1;

@@ -36,10 +36,10 @@ class CniArgs {
 
 /// Kubernetes pod identity from CNI_ARGS (empty strings when absent).
 struct PodRef {
-  std::string namespace_;      ///< K8S_POD_NAMESPACE
-  std::string name;            ///< K8S_POD_NAME
-  std::string uid;             ///< K8S_POD_UID
-  std::string infra_container; ///< K8S_POD_INFRA_CONTAINER_ID
+  std::string namespace_;       ///< K8S_POD_NAMESPACE
+  std::string name;             ///< K8S_POD_NAME
+  std::string uid;              ///< K8S_POD_UID
+  std::string infra_container;  ///< K8S_POD_INFRA_CONTAINER_ID
   /// True when both namespace and name are known.
   bool known() const { return !namespace_.empty() && !name.empty(); }
 };

@@ -82,12 +82,10 @@ NetworkFile load_network_path(const std::string& path) {
   fs::path p(path);
   if (fs::is_directory(p, ec)) {
     auto files = config_files(p);
-    if (files.empty())
-      throw CniError(ErrorCode::NetworkNotFound, "no network config files found in directory " + path);
+    if (files.empty()) throw CniError(ErrorCode::NetworkNotFound, "no network config files found in directory " + path);
     return NetworkFile{files.front().string(), read_config_file(files.front())};
   }
-  if (!fs::exists(p, ec))
-    throw CniError(ErrorCode::NetworkNotFound, "network config file " + path + " does not exist");
+  if (!fs::exists(p, ec)) throw CniError(ErrorCode::NetworkNotFound, "network config file " + path + " does not exist");
   return NetworkFile{path, read_config_file(p)};
 }
 
@@ -96,8 +94,7 @@ NetworkFile resolve_file_network(const std::string& value, const std::string& co
   if (value.find('/') != std::string::npos) return load_network_path(value);
   auto found = find_network_by_name(conf_dir, value);
   if (!found)
-    throw CniError(ErrorCode::NetworkNotFound,
-                   "no network named \"" + value + "\" in the config files of " + conf_dir);
+    throw CniError(ErrorCode::NetworkNotFound, "no network named \"" + value + "\" in the config files of " + conf_dir);
   return *found;
 }
 

@@ -26,9 +26,9 @@ namespace manifold::cni {
 
 /// One finding of a validation.
 struct Problem {
-  std::string path;     ///< JSON path, "$" for the document, e.g. "$.delegates[1].type"
-  std::string message;  ///< what is wrong, e.g. "must be a non-empty string"
-  bool warning = false; ///< true for advice that does not make the config invalid
+  std::string path;      ///< JSON path, "$" for the document, e.g. "$.delegates[1].type"
+  std::string message;   ///< what is wrong, e.g. "must be a non-empty string"
+  bool warning = false;  ///< true for advice that does not make the config invalid
 };
 
 /// Everything found in one document.

@@ -113,7 +113,8 @@ void validate_network_config(const Json& config, const std::string& path, Proble
     add(out, path, "must be an object (a network config)");
     return;
   }
-  if (auto it = config.find("cniVersion"); it != config.end()) validate_cni_version(*it, json_path_key(path, "cniVersion"), out);
+  if (auto it = config.find("cniVersion"); it != config.end())
+    validate_cni_version(*it, json_path_key(path, "cniVersion"), out);
   check_optional_string(config, "name", path, out);
   bool conflist = config.contains("plugins") && !config.contains("type");
   if (!conflist) {
@@ -155,7 +156,8 @@ void validate_meta_config(const Json& config, const std::string& path, Problems&
   for (auto it = config.begin(); it != config.end(); ++it) {
     auto known = [&](const MetaField& f) { return f.key == it.key(); };
     if (std::any_of(fields.begin(), fields.end(), known)) continue;
-    auto near = std::find_if(fields.begin(), fields.end(), [&](const MetaField& f) { return lower(f.key) == lower(it.key()); });
+    auto near =
+        std::find_if(fields.begin(), fields.end(), [&](const MetaField& f) { return lower(f.key) == lower(it.key()); });
     if (near != fields.end())
       add(out, json_path_key(path, it.key()),
           "unknown key, ignored; did you mean \"" + std::string(near->key) + "\"? (keys are case-sensitive)", true);
@@ -167,7 +169,8 @@ void validate_meta_config(const Json& config, const std::string& path, Problems&
   bool has_delegates = present("delegates") && config["delegates"].is_array() && !config["delegates"].empty();
   if (has_delegates && !unused.cluster_network.empty())
     add(out, json_path_key(path, "delegates"), "is ignored because clusterNetwork is set", true);
-  if (!in_list && !present("cniVersion")) add(out, json_path_key(path, "cniVersion"), "is not set; CNI treats it as 0.1.0", true);
+  if (!in_list && !present("cniVersion"))
+    add(out, json_path_key(path, "cniVersion"), "is not set; CNI treats it as 0.1.0", true);
   if (!present("type")) add(out, json_path_key(path, "type"), "is required");
 }
 
@@ -180,14 +183,19 @@ Problems validate_config_document(const Json& document, const ScopingChecker& sc
   bool conflist = document.contains("plugins") && !document.contains("type");
   if (!conflist) {
     bool meta = is_meta_type(document) || document.contains("delegates") || document.contains("clusterNetwork");
-    if (meta) validate_meta_config(document, "$", out, scoping, false);
-    else validate_network_config(document, "$", out, scoping);
+    if (meta)
+      validate_meta_config(document, "$", out, scoping, false);
+    else
+      validate_network_config(document, "$", out, scoping);
     return out;
   }
   // A conflist: the list's fields, then each plugin; the manifold plugin is a meta-plugin config.
-  if (auto it = document.find("cniVersion"); it != document.end()) validate_cni_version(*it, "$.cniVersion", out);
-  else add(out, "$.cniVersion", "is not set; CNI treats it as 0.1.0", true);
-  if (auto it = document.find("name"); it == document.end() || !it->is_string() || it->get_ref<const std::string&>().empty())
+  if (auto it = document.find("cniVersion"); it != document.end())
+    validate_cni_version(*it, "$.cniVersion", out);
+  else
+    add(out, "$.cniVersion", "is not set; CNI treats it as 0.1.0", true);
+  if (auto it = document.find("name");
+      it == document.end() || !it->is_string() || it->get_ref<const std::string&>().empty())
     add(out, "$.name", "must be a non-empty string (the network name)");
   const Json& plugins = document["plugins"];
   if (!plugins.is_array() || plugins.empty()) {

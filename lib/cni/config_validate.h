@@ -19,8 +19,8 @@ namespace manifold::cni {
 
 /// Checks one scoping object: `key` is "mesh" or "sourceRouting", `value` its JSON, `path` its
 /// JSON path. Appends problems to `out`.
-using ScopingChecker = std::function<void(std::string_view key, const Json& value, const std::string& path,
-                                          Problems& out)>;
+using ScopingChecker =
+    std::function<void(std::string_view key, const Json& value, const std::string& path, Problems& out)>;
 
 /// "path: message" (and a "warning: " prefix for warnings).
 std::string format_problem(const Problem& problem);

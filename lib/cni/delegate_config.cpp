@@ -33,8 +33,8 @@ Json prepare_delegate(const Json& delegate, const Json& runtime_config, const st
   return out;
 }
 
-std::string chain_plugin_stdin(const Json& plugin, const std::string& list_name,
-                               const std::string& list_version, const Json& prev_result) {
+std::string chain_plugin_stdin(const Json& plugin, const std::string& list_name, const std::string& list_version,
+                               const Json& prev_result) {
   Json conf = plugin;
   conf["name"] = list_name;
   conf["cniVersion"] = list_version;

@@ -20,8 +20,8 @@ Json prepare_delegate(const Json& delegate, const Json& runtime_config, const st
 
 /// The stdin of one plugin of a conflist: the plugin object with the list's name and cniVersion
 /// injected, and prevResult when given (`prev_result` may be null Json for none).
-std::string chain_plugin_stdin(const Json& plugin, const std::string& list_name,
-                               const std::string& list_version, const Json& prev_result);
+std::string chain_plugin_stdin(const Json& plugin, const std::string& list_name, const std::string& list_version,
+                               const Json& prev_result);
 
 /// Inserts `"prevResult": <prev_result_text>` as the last key of the JSON object text `conf_text`,
 /// leaving every other byte as it was (DEL/CHECK replay of a cached single-plugin config). An

@@ -137,7 +137,8 @@ Json union_capabilities(const Json& primary) {
 GeneratedConfig generate_config(const Json& primary, const GenerateSettings& settings) {
   if (!primary.is_object()) throw_invalid_config("the primary CNI config is not a JSON object");
   std::string primary_version;
-  if (auto v = primary.find("cniVersion"); v != primary.end() && v->is_string()) primary_version = v->get<std::string>();
+  if (auto v = primary.find("cniVersion"); v != primary.end() && v->is_string())
+    primary_version = v->get<std::string>();
   std::string version = primary_version;
   if (!settings.cni_version.empty() && settings.cni_version != primary_version) {
     if (!primary_version.empty() && !settings.force_cni_version)
@@ -151,8 +152,8 @@ GeneratedConfig generate_config(const Json& primary, const GenerateSettings& set
   std::string name = settings.network_name.empty() ? delegate_name(primary) : settings.network_name;
   if (name.empty()) name = std::string(kDefaultNetworkName);
 
-  Json tmpl = Json::parse(settings.template_text.empty() ? default_config_template() : settings.template_text,
-                          nullptr, false);
+  Json tmpl =
+      Json::parse(settings.template_text.empty() ? default_config_template() : settings.template_text, nullptr, false);
   if (tmpl.is_discarded() || !tmpl.is_object()) throw_invalid_config("the config template is not a JSON object");
   Json caps = union_capabilities(primary);
   Json values = {{"CNI_VERSION", version},
@@ -185,7 +186,8 @@ GeneratedConfig generate_config(const Json& primary, const GenerateSettings& set
 
 std::string api_server_url(std::string_view host, std::string_view port) {
   if (!valid_host(host)) throw_invalid_config("invalid API server host \"" + std::string(host.substr(0, 64)) + "\"");
-  if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+  if (port.empty() || port.size() > 5 ||
+      !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
       std::stoi(std::string(port)) < 1 || std::stoi(std::string(port)) > 65535)
     throw_invalid_config("invalid API server port \"" + std::string(port.substr(0, 16)) + "\"");
   std::string h(host);
@@ -208,8 +210,10 @@ std::string render_kubeconfig(const KubeconfigSettings& s) {
   e << YAML::Key << "name" << YAML::Value << "local";
   e << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "server" << YAML::Value << YAML::DoubleQuoted << s.server;
-  if (s.insecure) e << YAML::Key << "insecure-skip-tls-verify" << YAML::Value << true;
-  else e << YAML::Key << "certificate-authority" << YAML::Value << YAML::DoubleQuoted << s.ca_file;
+  if (s.insecure)
+    e << YAML::Key << "insecure-skip-tls-verify" << YAML::Value << true;
+  else
+    e << YAML::Key << "certificate-authority" << YAML::Value << YAML::DoubleQuoted << s.ca_file;
   e << YAML::EndMap << YAML::EndMap << YAML::EndSeq;
   e << YAML::Key << "users" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
   e << YAML::Key << "name" << YAML::Value << "manifold";

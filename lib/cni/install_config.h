@@ -42,10 +42,10 @@ Json union_capabilities(const Json& primary);
 /// Settings of the generated config.
 struct GenerateSettings {
   std::string network_name{kDefaultNetworkName};  ///< "" keeps the primary's name
-  std::string cni_version;          ///< requested version; "" takes the primary's
-  bool force_cni_version = false;   ///< use cni_version even when the primary's differs
-  std::string kubeconfig_path;      ///< path as the node sees it; "" omits the key
-  std::string template_text;        ///< config template; "" uses default_config_template()
+  std::string cni_version;                        ///< requested version; "" takes the primary's
+  bool force_cni_version = false;                 ///< use cni_version even when the primary's differs
+  std::string kubeconfig_path;                    ///< path as the node sees it; "" omits the key
+  std::string template_text;                      ///< config template; "" uses default_config_template()
 };
 
 /// The generated config file.

@@ -119,8 +119,8 @@ void delegates_rule(const Json& v, MetaWalk& w) {
       Problems& out = w.reader().report().problems();
       validate_network_config(v[i], path, out, w.scoping ? *w.scoping : ScopingChecker());
       if (v[i].is_object() && !v[i].contains("name"))
-        out.push_back({path, "has no \"name\"; the delegate's result cache and network-status entry will be unnamed",
-                       true});
+        out.push_back(
+            {path, "has no \"name\"; the delegate's result cache and network-status entry will be unnamed", true});
     } else {
       validate_delegate_shape(v[i], "delegates[" + std::to_string(i) + "]");
     }
@@ -186,16 +186,15 @@ const MetaField kFields[] = {
 
 std::span<const MetaField> meta_fields() { return kFields; }
 
-MetaWalk::MetaWalk(const Json& config, const std::string& path, ProblemReport& report, MetaConfig& out,
-                   bool in_list, const ScopingChecker* scoping)
+MetaWalk::MetaWalk(const Json& config, const std::string& path, ProblemReport& report, MetaConfig& out, bool in_list,
+                   const ScopingChecker* scoping)
     : out(out), in_list(in_list), scoping(scoping), root_(config, path, "", report), at_(&root_) {}
 
 void MetaWalk::run() {
   walk(root_, kFields);
   const Json* delegates = root_.get("delegates");
   if (out.delegates.empty() && out.cluster_network.empty() && !(delegates && !delegates->is_array()))
-    root_.report().error(root_.path(),
-                         "at least one delegate or clusterNetwork must be specified",
+    root_.report().error(root_.path(), "at least one delegate or clusterNetwork must be specified",
                          "invalid config: at least one delegate or clusterNetwork must be specified");
 }
 
@@ -214,8 +213,10 @@ void MetaWalk::walk(const ConfigReader& r, std::span<const MetaField> fields) {
     const Json& v = found ? *found : null_value;
     if (f.type != MetaType::Custom && !v.is_null()) {
       if (!check_type(f, v)) continue;
-      if (f.type == MetaType::Section) walk_section(f, v);
-      else if (f.store) f.store(out, v);
+      if (f.type == MetaType::Section)
+        walk_section(f, v);
+      else if (f.store)
+        f.store(out, v);
     }
     at_ = &r;
     key_ = f.key;

@@ -37,14 +37,14 @@ class MetaWalk;
 
 /// One key of the meta-plugin config.
 struct MetaField {
-  std::string_view key;                              ///< the JSON key
-  MetaType type;                                     ///< the JSON type it must have
-  int lo = 0;                                        ///< lowest value (Int)
-  int hi = 0;                                        ///< highest value (Int)
-  void (*store)(MetaConfig&, const Json&) = nullptr; ///< stores a value of the right type
+  std::string_view key;                                       ///< the JSON key
+  MetaType type;                                              ///< the JSON type it must have
+  int lo = 0;                                                 ///< lowest value (Int)
+  int hi = 0;                                                 ///< highest value (Int)
+  void (*store)(MetaConfig&, const Json&) = nullptr;          ///< stores a value of the right type
   void (*rule)(const Json& value, MetaWalk& walk) = nullptr;  ///< further rules, after the type check
-  std::span<const MetaField> fields = {};            ///< the keys of a Section
-  bool offline = false;                              ///< only `manifold validate` checks the key
+  std::span<const MetaField> fields = {};                     ///< the keys of a Section
+  bool offline = false;                                       ///< only `manifold validate` checks the key
 };
 
 /// Every key of the meta-plugin config, in the order they are checked.
@@ -61,8 +61,8 @@ class MetaWalk {
   /// Walks every field, then checks that delegates or clusterNetwork is set.
   void run();
 
-  MetaConfig& out;                ///< where values are stored
-  const bool in_list;             ///< a plugin of a conflist
+  MetaConfig& out;                      ///< where values are stored
+  const bool in_list;                   ///< a plugin of a conflist
   const ScopingChecker* const scoping;  ///< the offline scoping checker, may be null
 
   /// True when the offline rules apply (problems are collected).

@@ -18,9 +18,7 @@ std::string canonical_ip(const std::string& text) {
 
 }  // namespace
 
-bool Dns::empty() const {
-  return nameservers.empty() && domain.empty() && search.empty() && options.empty();
-}
+bool Dns::empty() const { return nameservers.empty() && domain.empty() && search.empty() && options.empty(); }
 
 Result merge_results(const std::vector<Result>& results) {
   Result merged;
@@ -50,8 +48,7 @@ std::vector<std::string> default_route_gateways(const Result& result) {
   for (const Route& route : result.routes) {
     if (route.gw.empty() || !util::is_default_route_dst(route.dst)) continue;
     std::string gw = canonical_ip(route.gw);
-    if (std::find(gateways.begin(), gateways.end(), gw) == gateways.end())
-      gateways.push_back(std::move(gw));
+    if (std::find(gateways.begin(), gateways.end(), gw) == gateways.end()) gateways.push_back(std::move(gw));
   }
   return gateways;
 }

@@ -31,13 +31,9 @@ std::string quote(std::string_view s) { return util::quote_bytes(s, kMaxQuoted);
   throw CniError(ErrorCode::Internal, "cannot encode CNI result: " + path + ": " + problem);
 }
 
-std::string sub(const std::string& path, const char* key) {
-  return path.empty() ? std::string(key) : path + "." + key;
-}
+std::string sub(const std::string& path, const char* key) { return path.empty() ? std::string(key) : path + "." + key; }
 
-std::string at(const std::string& path, std::size_t index) {
-  return path + "[" + std::to_string(index) + "]";
-}
+std::string at(const std::string& path, std::size_t index) { return path + "[" + std::to_string(index) + "]"; }
 
 // ---- typed field readers (absent and null are the same, as in Go) -----------------------------
 
@@ -58,8 +54,7 @@ std::string opt_string(const Json& obj, const char* key, const std::string& path
   return v->get<std::string>();
 }
 
-std::optional<int> opt_int(const Json& obj, const char* key, const std::string& path, int min,
-                           int max) {
+std::optional<int> opt_int(const Json& obj, const char* key, const std::string& path, int min, int max) {
   const Json* v = member(obj, key);
   if (!v) return std::nullopt;
   const std::string p = sub(path, key);
@@ -73,14 +68,12 @@ std::optional<int> opt_int(const Json& obj, const char* key, const std::string& 
     n = v->get<std::int64_t>();
   }
   if (n < min || n > max)
-    fail(p, std::to_string(n) + " is out of range [" + std::to_string(min) + ", " +
-                std::to_string(max) + "]");
+    fail(p, std::to_string(n) + " is out of range [" + std::to_string(min) + ", " + std::to_string(max) + "]");
   return static_cast<int>(n);
 }
 
 // Like Go's `int` with omitempty: 0 reads as unset.
-std::optional<int> opt_nonzero_int(const Json& obj, const char* key, const std::string& path,
-                                   int max) {
+std::optional<int> opt_nonzero_int(const Json& obj, const char* key, const std::string& path, int max) {
   auto v = opt_int(obj, key, path, 0, max);
   if (v && *v == 0) return std::nullopt;
   return v;
@@ -98,8 +91,7 @@ const Json* opt_object(const Json& obj, const char* key, const std::string& path
   return v;
 }
 
-std::vector<std::string> opt_string_list(const Json& obj, const char* key,
-                                         const std::string& path) {
+std::vector<std::string> opt_string_list(const Json& obj, const char* key, const std::string& path) {
   std::vector<std::string> out;
   const Json* arr = opt_array(obj, key, path);
   if (!arr) return out;
@@ -131,8 +123,7 @@ std::string opt_ip(const Json& obj, const char* key, const std::string& path, in
   auto ip = util::parse_ip(text);
   if (!ip) fail(p, quote(text) + " is not a valid IP address");
   if (ip->family != family)
-    fail(p, quote(text) + " is IPv" + std::to_string(ip->family) + " but the entry is IPv" +
-                std::to_string(family));
+    fail(p, quote(text) + " is IPv" + std::to_string(ip->family) + " but the entry is IPv" + std::to_string(family));
   return ip->str();
 }
 
@@ -174,8 +165,7 @@ void decode_v02_ip(const Json& result, const char* key, int family, Result& out)
   if (!j) return;
   const util::IpPrefix ip = req_cidr(*j, "ip", key);
   if (ip.address.family != family)
-    fail(std::string(key) + ".ip",
-         quote(ip.str()) + " is not an IPv" + std::to_string(family) + " address");
+    fail(std::string(key) + ".ip", quote(ip.str()) + " is not an IPv" + std::to_string(family) + " address");
   out.ips.push_back(IpConfig{std::nullopt, ip.str(), opt_ip(*j, "gateway", key, family)});
   decode_routes(opt_array(*j, "routes", key), std::string(key) + ".routes", out.routes);
 }
@@ -192,8 +182,7 @@ Interface decode_interface(const Json& j, const std::string& path) {
   return i;
 }
 
-IpConfig decode_ip(const Json& j, const std::string& path, bool has_version_field,
-                   std::size_t interface_count) {
+IpConfig decode_ip(const Json& j, const std::string& path, bool has_version_field, std::size_t interface_count) {
   expect(j, j.is_object(), path, "an object");
   IpConfig ip;
   const util::IpPrefix address = req_cidr(j, "address", path);
@@ -219,14 +208,12 @@ void decode_rich(const Json& j, bool has_version_field, Result& out) {
       out.interfaces.push_back(decode_interface((*arr)[i], at("interfaces", i)));
   if (const Json* arr = opt_array(j, "ips", ""))
     for (std::size_t i = 0; i < arr->size(); ++i)
-      out.ips.push_back(
-          decode_ip((*arr)[i], at("ips", i), has_version_field, out.interfaces.size()));
+      out.ips.push_back(decode_ip((*arr)[i], at("ips", i), has_version_field, out.interfaces.size()));
   decode_routes(opt_array(j, "routes", ""), "routes", out.routes);
 }
 
 [[noreturn]] void unsupported(std::string_view version, const std::string& what) {
-  throw CniError(ErrorCode::IncompatibleVersion,
-                 what + " CNI version " + quote(version) + " is not supported",
+  throw CniError(ErrorCode::IncompatibleVersion, what + " CNI version " + quote(version) + " is not supported",
                  "supported versions: 0.1.0, 0.2.0, 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0");
 }
 
@@ -276,8 +263,7 @@ Json encode_v02(const Result& r, const std::string& version) {
     if (!slot.is_null()) continue;
     slot = Json::object();
     slot["ip"] = addr.str();
-    if (!r.ips[i].gateway.empty())
-      slot["gateway"] = must_ip(r.ips[i].gateway, sub(path, "gateway"));
+    if (!r.ips[i].gateway.empty()) slot["gateway"] = must_ip(r.ips[i].gateway, sub(path, "gateway"));
   }
   if (ip4.is_null() && ip6.is_null())
     throw CniError(ErrorCode::IncompatibleVersion,
@@ -322,8 +308,7 @@ Json encode_rich(const Result& r, const std::string& version, ResultFamily famil
       if (family == ResultFamily::V04) j["version"] = addr.address.family == 4 ? "4" : "6";
       if (ip.interface) {
         if (*ip.interface < 0 || static_cast<std::size_t>(*ip.interface) >= r.interfaces.size())
-          fail_encode(sub(path, "interface"),
-                      "index " + std::to_string(*ip.interface) + " is out of range");
+          fail_encode(sub(path, "interface"), "index " + std::to_string(*ip.interface) + " is out of range");
         j["interface"] = *ip.interface;
       }
       j["address"] = addr.str();
@@ -333,8 +318,7 @@ Json encode_rich(const Result& r, const std::string& version, ResultFamily famil
   }
   if (!r.routes.empty()) {
     Json& list = out["routes"] = Json::array();
-    for (std::size_t n = 0; n < r.routes.size(); ++n)
-      list.push_back(encode_route(r.routes[n], at("routes", n), v11));
+    for (std::size_t n = 0; n < r.routes.size(); ++n) list.push_back(encode_route(r.routes[n], at("routes", n), v11));
   }
   out["dns"] = encode_dns(r.dns);
   return out;
@@ -371,19 +355,18 @@ Result decode_result(const Json& j, std::string_view fallback_version) {
 Result decode_result_text(std::string_view text, std::string_view fallback_version) {
   if (text.size() > kMaxResultBytes)
     throw CniError(ErrorCode::Decoding, "invalid CNI result: " + std::to_string(text.size()) +
-                                            " bytes is larger than the " +
-                                            std::to_string(kMaxResultBytes) + "-byte limit");
+                                            " bytes is larger than the " + std::to_string(kMaxResultBytes) +
+                                            "-byte limit");
   Json j;
   try {
     j = Json::parse(text.begin(), text.end(), [](int depth, Json::parse_event_t, Json&) {
       if (depth > kMaxJsonDepth)
-        throw CniError(ErrorCode::Decoding, "invalid CNI result: JSON nested deeper than " +
-                                                std::to_string(kMaxJsonDepth) + " levels");
+        throw CniError(ErrorCode::Decoding,
+                       "invalid CNI result: JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
       return true;
     });
   } catch (const Json::exception& e) {
-    throw CniError(ErrorCode::Decoding,
-                   std::string("invalid CNI result: not valid JSON: ") + e.what());
+    throw CniError(ErrorCode::Decoding, std::string("invalid CNI result: not valid JSON: ") + e.what());
   }
   return decode_result(j, fallback_version);
 }

@@ -28,12 +28,18 @@ constexpr EnvRule kEnvRules[] = {
 
 bool required(const EnvRule& r, Command c) {
   switch (c) {
-    case Command::Add: return r.add;
-    case Command::Del: return r.del;
-    case Command::Check: return r.check;
-    case Command::Gc: return r.gc;
-    case Command::Status: return r.status;
-    case Command::Version: return false;
+    case Command::Add:
+      return r.add;
+    case Command::Del:
+      return r.del;
+    case Command::Check:
+      return r.check;
+    case Command::Gc:
+      return r.gc;
+    case Command::Status:
+      return r.status;
+    case Command::Version:
+      return false;
   }
   return false;
 }
@@ -55,9 +61,9 @@ std::string error_version(const std::string& config_version) {
 
 void require_min_version(const SpecVersion& have, SpecVersion need, const char* verb) {
   if (have < need)
-    throw CniError(ErrorCode::IncompatibleVersion,
-                   std::string("config version does not allow ") + verb + " (needs cniVersion " +
-                       need.str() + " or later, got " + have.str() + ")");
+    throw CniError(ErrorCode::IncompatibleVersion, std::string("config version does not allow ") + verb +
+                                                       " (needs cniVersion " + need.str() + " or later, got " +
+                                                       have.str() + ")");
 }
 
 Invocation build_invocation(const std::map<std::string, std::string>& env, std::string_view stdin_data,
@@ -92,8 +98,8 @@ Invocation build_invocation(const std::map<std::string, std::string>& env, std::
 
 Json parse_config_object(std::string_view stdin_data) {
   if (stdin_data.size() > kMaxStdinBytes)
-    throw CniError(ErrorCode::InvalidConfig, "network config on stdin is larger than 1 MiB (" +
-                                                 std::to_string(stdin_data.size()) + " bytes)");
+    throw CniError(ErrorCode::InvalidConfig,
+                   "network config on stdin is larger than 1 MiB (" + std::to_string(stdin_data.size()) + " bytes)");
   // nlohmann's parser ends the document at a NUL byte and would ignore whatever follows it.
   if (stdin_data.find('\0') != std::string_view::npos)
     throw CniError(ErrorCode::Decoding, "failed to parse network config on stdin: it contains a NUL byte");
@@ -117,21 +123,27 @@ Json parse_config_object(std::string_view stdin_data) {
 std::string config_version_of(const Json& config) {
   auto it = config.find("cniVersion");
   if (it == config.end()) return "";
-  if (!it->is_string())
-    throw CniError(ErrorCode::InvalidConfig, "invalid config: key \"cniVersion\" must be a string");
+  if (!it->is_string()) throw CniError(ErrorCode::InvalidConfig, "invalid config: key \"cniVersion\" must be a string");
   return it->get<std::string>();
 }
 
 }  // namespace
 
 bool parse_command(std::string_view text, Command& out) {
-  if (text == "ADD") out = Command::Add;
-  else if (text == "DEL") out = Command::Del;
-  else if (text == "CHECK") out = Command::Check;
-  else if (text == "GC") out = Command::Gc;
-  else if (text == "STATUS") out = Command::Status;
-  else if (text == "VERSION") out = Command::Version;
-  else return false;
+  if (text == "ADD")
+    out = Command::Add;
+  else if (text == "DEL")
+    out = Command::Del;
+  else if (text == "CHECK")
+    out = Command::Check;
+  else if (text == "GC")
+    out = Command::Gc;
+  else if (text == "STATUS")
+    out = Command::Status;
+  else if (text == "VERSION")
+    out = Command::Version;
+  else
+    return false;
   return true;
 }
 
@@ -147,8 +159,7 @@ bool valid_container_id(std::string_view id) {
 
 std::string version_info_json(std::string_view requested_version) {
   Json j;
-  j["cniVersion"] = is_supported_version(requested_version) ? std::string(requested_version)
-                                                            : newest_version();
+  j["cniVersion"] = is_supported_version(requested_version) ? std::string(requested_version) : newest_version();
   j["supportedVersions"] = supported_versions();
   return j.dump();
 }
@@ -159,11 +170,9 @@ DispatchOutput dispatch(const std::map<std::string, std::string>& env, std::stri
   try {
     Command command;
     std::string command_text = env_or_empty(env, "CNI_COMMAND");
-    if (command_text.empty())
-      throw CniError(ErrorCode::InvalidEnv, "required env variables [CNI_COMMAND] missing");
+    if (command_text.empty()) throw CniError(ErrorCode::InvalidEnv, "required env variables [CNI_COMMAND] missing");
     if (!parse_command(command_text, command))
-      throw CniError(ErrorCode::InvalidEnv,
-                     "unknown CNI_COMMAND \"" + command_text.substr(0, 32) + "\"");
+      throw CniError(ErrorCode::InvalidEnv, "unknown CNI_COMMAND \"" + command_text.substr(0, 32) + "\"");
     if (command == Command::Version) {
       // VERSION may come with an empty or partial stdin; only the requested version matters.
       std::string requested;
@@ -180,8 +189,12 @@ DispatchOutput dispatch(const std::map<std::string, std::string>& env, std::stri
     inv.version = version.str();
     std::string out;
     switch (command) {
-      case Command::Add: out = handlers.add(inv); break;
-      case Command::Del: out = handlers.del(inv); break;
+      case Command::Add:
+        out = handlers.add(inv);
+        break;
+      case Command::Del:
+        out = handlers.del(inv);
+        break;
       case Command::Check:
         require_min_version(version, {0, 4, 0}, "CHECK");
         out = handlers.check(inv);
@@ -194,7 +207,8 @@ DispatchOutput dispatch(const std::map<std::string, std::string>& env, std::stri
         require_min_version(version, {1, 1, 0}, "STATUS");
         out = handlers.status(inv);
         break;
-      case Command::Version: break;
+      case Command::Version:
+        break;
     }
     return {out, 0};
   } catch (const CniError& e) {
@@ -207,7 +221,8 @@ DispatchOutput dispatch(const std::map<std::string, std::string>& env, std::stri
   } catch (const std::exception& e) {
     CniError wrapped(ErrorCode::Internal, std::string("internal error: ") + e.what());
     util::log_error(wrapped.msg());
-    return {wrapped.to_json(error_version(config_version)).dump(4, ' ', false, Json::error_handler_t::replace) + "\n", 1};
+    return {wrapped.to_json(error_version(config_version)).dump(4, ' ', false, Json::error_handler_t::replace) + "\n",
+            1};
   }
 }
 

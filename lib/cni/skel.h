@@ -58,8 +58,7 @@ struct DispatchOutput {
 inline constexpr size_t kMaxStdinBytes = 1024 * 1024;
 
 /// Validates env + stdin, runs the handler and renders the outcome. Never throws.
-DispatchOutput dispatch(const std::map<std::string, std::string>& env, std::string_view stdin_data,
-                        Handlers& handlers);
+DispatchOutput dispatch(const std::map<std::string, std::string>& env, std::string_view stdin_data, Handlers& handlers);
 
 /// Parses a CNI_COMMAND value; false if unknown.
 bool parse_command(std::string_view text, Command& out);

@@ -38,8 +38,7 @@ std::string SpecVersion::str() const {
 }
 
 const std::vector<std::string>& supported_versions() {
-  static const std::vector<std::string> versions = {"0.1.0", "0.2.0", "0.3.0", "0.3.1",
-                                                    "0.4.0", "1.0.0", "1.1.0"};
+  static const std::vector<std::string> versions = {"0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"};
   return versions;
 }
 
@@ -59,8 +58,7 @@ SpecVersion require_supported_version(std::string_view text) {
   std::string_view effective = text.empty() ? std::string_view("0.1.0") : text;
   if (!is_supported_version(effective))
     throw CniError(ErrorCode::IncompatibleVersion,
-                   "incompatible CNI versions: cniVersion \"" + std::string(text) +
-                       "\" is not supported",
+                   "incompatible CNI versions: cniVersion \"" + std::string(text) + "\" is not supported",
                    "supported versions: 0.1.0, 0.2.0, 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0");
   return *SpecVersion::parse(effective);
 }

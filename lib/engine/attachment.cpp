@@ -25,8 +25,7 @@ std::vector<Attachment> resolve_static_attachments(const cni::MetaConfig& config
   } else {
     add(config.delegates.front(), true);
   }
-  for (const auto& name : config.default_networks)
-    add(cni::resolve_file_network(name, config.conf_dir).config, false);
+  for (const auto& name : config.default_networks) add(cni::resolve_file_network(name, config.conf_dir).config, false);
   if (config.cluster_network.empty())
     for (size_t i = 1; i < config.delegates.size(); ++i) add(config.delegates[i], false);
   if (auto aux = auxiliary_chain(config)) out.push_back(std::move(*aux));
@@ -95,8 +94,8 @@ void assign_interface_names(std::vector<Attachment>& attachments, const std::str
     Attachment& a = attachments[i];
     if (a.ifname.empty()) a.ifname = a.cluster_network ? cluster_ifname : secondary_ifname(cluster_ifname, i);
     if (!util::is_valid_ifname(a.ifname))
-      cni::throw_invalid_config("invalid interface name \"" + a.ifname.substr(0, 32) + "\" for network \"" +
-                                a.name + "\": must be 1-15 characters of [A-Za-z0-9_.-]");
+      cni::throw_invalid_config("invalid interface name \"" + a.ifname.substr(0, 32) + "\" for network \"" + a.name +
+                                "\": must be 1-15 characters of [A-Za-z0-9_.-]");
     if (!seen.insert(a.ifname).second)
       cni::throw_invalid_config("interface name \"" + a.ifname + "\" is requested by more than one network");
   }

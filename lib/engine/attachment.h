@@ -21,17 +21,17 @@ namespace manifold::engine {
 
 /// One network to attach, before its delegate is run.
 struct Attachment {
-  std::string name;                 ///< display/status name (CNI name, or ns/name for NADs)
-  std::string ifname;               ///< interface name in the pod
-  Json delegate;                    ///< the conf or conflist, not yet prepared
-  bool cluster_network = false;     ///< the first attachment, on CNI_IFNAME
-  Json runtime_config = Json::object();  ///< runtimeConfig offered to this delegate's plugins
+  std::string name;                                             ///< display/status name (CNI name, or ns/name for NADs)
+  std::string ifname;                                           ///< interface name in the pod
+  Json delegate;                                                ///< the conf or conflist, not yet prepared
+  bool cluster_network = false;                                 ///< the first attachment, on CNI_IFNAME
+  Json runtime_config = Json::object();                         ///< runtimeConfig offered to this delegate's plugins
   std::vector<std::pair<std::string, std::string>> extra_args;  ///< IP=, MAC= for CNI_ARGS
-  bool from_nad = false;            ///< resolved from a NetworkAttachmentDefinition
-  Json selection_cni_args;          ///< the selection element's `cni-args` (object or null)
-  bool has_default_route = false;   ///< the selection element carried `default-route`
-  std::vector<std::string> default_route;  ///< its gateways
-  std::string device_info_file;     ///< CNIDeviceInfoFile given to the delegate, "" when none
+  bool from_nad = false;                                        ///< resolved from a NetworkAttachmentDefinition
+  Json selection_cni_args;                                      ///< the selection element's `cni-args` (object or null)
+  bool has_default_route = false;                               ///< the selection element carried `default-route`
+  std::vector<std::string> default_route;                       ///< its gateways
+  std::string device_info_file;  ///< CNIDeviceInfoFile given to the delegate, "" when none
 };
 
 /// Resolves the attachments of a config that needs no Kubernetes: `clusterNetwork` (file, dir or

@@ -20,9 +20,7 @@ using cni::CniError;
 using cni::ErrorCode;
 
 /// "network "name" (ifname)", for messages.
-std::string describe(const store::AttachmentRecord& a) {
-  return "network \"" + a.name + "\" (" + a.ifname + ")";
-}
+std::string describe(const store::AttachmentRecord& a) { return "network \"" + a.name + "\" (" + a.ifname + ")"; }
 
 }  // namespace
 

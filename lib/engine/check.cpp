@@ -21,8 +21,8 @@ using cni::ErrorCode;
 // True when `present` (the addresses on the interface) holds `address`.
 bool holds(const std::vector<netlink::AddressInfo>& present, const std::string& address) {
   const std::optional<util::IpPrefix> want = util::parse_cidr(address);
-  return want && std::any_of(present.begin(), present.end(),
-                             [&](const netlink::AddressInfo& a) { return a.cidr == *want; });
+  return want &&
+         std::any_of(present.begin(), present.end(), [&](const netlink::AddressInfo& a) { return a.cidr == *want; });
 }
 
 }  // namespace
@@ -30,14 +30,14 @@ bool holds(const std::vector<netlink::AddressInfo>& present, const std::string& 
 void check_interface(netlink::NetOps& ops, const store::AttachmentRecord& a) {
   auto link = ops.find_link(a.ifname);
   if (!link)
-    throw CniError(ErrorCode::CheckFailed, "interface " + a.ifname + " of network \"" + a.name +
-                                               "\" is missing from the network namespace");
+    throw CniError(ErrorCode::CheckFailed,
+                   "interface " + a.ifname + " of network \"" + a.name + "\" is missing from the network namespace");
   cni::Result r;
   try {
     r = decode_attachment_result(a);
   } catch (const CniError& e) {
-    throw CniError(ErrorCode::Decoding, "the cached result of network \"" + a.name + "\" (" + a.ifname +
-                                            ") cannot be decoded: " + e.msg());
+    throw CniError(ErrorCode::Decoding,
+                   "the cached result of network \"" + a.name + "\" (" + a.ifname + ") cannot be decoded: " + e.msg());
   }
   const std::vector<netlink::AddressInfo> present = ops.list_addresses(link->index);
   for (const auto& ip : r.ips) {
@@ -45,8 +45,8 @@ void check_interface(netlink::NetOps& ops, const store::AttachmentRecord& a) {
     const auto& itf = r.interfaces[*ip.interface];
     if (itf.sandbox.empty() || itf.name != a.ifname) continue;
     if (!holds(present, ip.address))
-      throw CniError(ErrorCode::CheckFailed, "address " + ip.address + " of network \"" + a.name +
-                                                 "\" is missing from interface " + a.ifname);
+      throw CniError(ErrorCode::CheckFailed,
+                     "address " + ip.address + " of network \"" + a.name + "\" is missing from interface " + a.ifname);
   }
 }
 
@@ -65,7 +65,8 @@ void check_entry(const Services& services, Session& session, const cni::Invocati
     if (a.scoping.is_null()) continue;
     std::string diffs;
     for (const auto& d : scoping::check_scoping(scoping.env, a.scoping)) diffs += (diffs.empty() ? "" : "; ") + d;
-    if (!diffs.empty()) throw CniError(ErrorCode::CheckFailed, "network \"" + a.name + "\" (" + a.ifname + "): " + diffs);
+    if (!diffs.empty())
+      throw CniError(ErrorCode::CheckFailed, "network \"" + a.name + "\" (" + a.ifname + "): " + diffs);
   }
 }
 

@@ -55,7 +55,8 @@ void gc_unreadable_entry(Session& session, const cni::Invocation& inv,
 
 // The attachments of the networks manifold is configured with (no pod): for GC and STATUS. NAD
 // names are resolved through the API when Kubernetes is configured, as ADD resolves them.
-std::vector<Attachment> configured_attachments(const Services& services, const Session& session, const cni::Invocation& inv) {
+std::vector<Attachment> configured_attachments(const Services& services, const Session& session,
+                                               const cni::Invocation& inv) {
   cni::Invocation named = inv;
   if (named.ifname.empty()) named.ifname = "eth0";
   KubeAccess kube(services, session.config);
@@ -73,8 +74,7 @@ std::string configured_delegate_text(const cni::MetaConfig& config, const Attach
 // GC step 1: DEL (without a namespace) and forget every entry of this network whose container the
 // runtime no longer lists. First-layout entries (no network recorded) are collected by any GC.
 void collect_stale_entries(Session& session, const cni::Invocation& inv,
-                           const std::set<std::pair<std::string, std::string>>& valid,
-                           std::optional<CniError>& error) {
+                           const std::set<std::pair<std::string, std::string>>& valid, std::optional<CniError>& error) {
   for (const auto& key : session.cache->list()) {
     if (!key.legacy() && key.network != session.config.name) continue;
     auto lock = session.cache->lock(key.container_id);
@@ -98,7 +98,8 @@ void collect_stale_entries(Session& session, const cni::Invocation& inv,
       forget_entry(*session.cache, key);
     } else {
       // Only deleted attachments leave the cache; the others stay for the next GC or DEL.
-      util::log_error("GC: ", failed.size(), " network(s) of ", key.str(), " could not be deleted; keeping them cached");
+      util::log_error("GC: ", failed.size(), " network(s) of ", key.str(),
+                      " could not be deleted; keeping them cached");
       if (record->network.empty()) record->network = session.config.name;
       keep_failed(*session.cache, *record, std::move(failed));
     }
@@ -115,8 +116,7 @@ Json remaining_attachments_of(store::Cache& cache, const std::string& network, c
       if (!record) continue;
       for (const auto& r : record->attachments)
         if (r.name == name) still.push_back({{"containerID", key.container_id}, {"ifname", r.ifname}});
-    } catch (const CniError&) {
-    }
+    } catch (const CniError&) {}
   }
   return still;
 }
@@ -142,7 +142,8 @@ std::set<std::pair<std::string, std::string>> parse_valid_attachments(const Json
 
 void collect_garbage(const Services& services, Session& session, const cni::Invocation& inv) {
   auto valid = parse_valid_attachments(inv.config);
-  if (int swept = session.cache->sweep_orphan_locks()) util::log_verbose("GC: removed ", swept, " orphaned lock file(s)");
+  if (int swept = session.cache->sweep_orphan_locks())
+    util::log_verbose("GC: removed ", swept, " orphaned lock file(s)");
   std::optional<CniError> error;
   collect_stale_entries(session, inv, valid, error);
   // Delegates that speak 1.1.0 get their own GC with the attachments that remain theirs. The cache
@@ -156,8 +157,8 @@ void collect_garbage(const Services& services, Session& session, const cni::Invo
   }
   for (const auto& a : configured) {
     try {
-      session.runner->gc(configured_delegate_text(session.config, a), remaining_attachments_of(*session.cache, session.config.name, a.name),
-                   inv.path);
+      session.runner->gc(configured_delegate_text(session.config, a),
+                         remaining_attachments_of(*session.cache, session.config.name, a.name), inv.path);
     } catch (const CniError& e) {
       if (!error) error = e;
     }

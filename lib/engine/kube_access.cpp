@@ -7,8 +7,7 @@
 
 namespace manifold::engine {
 
-KubeAccess::KubeAccess(const Services& services, const cni::MetaConfig& config)
-    : services_(services), config_(config) {
+KubeAccess::KubeAccess(const Services& services, const cni::MetaConfig& config) : services_(services), config_(config) {
   if (services_.find_auth) auth_ = services_.find_auth(config.kubeconfig);
 }
 

@@ -60,7 +60,8 @@ std::vector<Attachment> resolve_attachments(const Services& services, const Sess
   return resolve_pod_attachments(session.config, inv, kube, *pod, devices, mode);
 }
 
-std::vector<scoping::ScopingPlan> plan_attachments_scoping(const Json& top_scoping, std::vector<Attachment>& attachments) {
+std::vector<scoping::ScopingPlan> plan_attachments_scoping(const Json& top_scoping,
+                                                           std::vector<Attachment>& attachments) {
   // Strip every delegate before planning any, so that an error in one attachment's scoping still
   // leaves every delegate config without the keys; the first error is thrown afterwards.
   std::vector<Json> keys;
@@ -93,7 +94,8 @@ Plan plan_add(const Services& services, const Session& session, KubeAccess& kube
   return plan;
 }
 
-std::vector<store::AttachmentRecord> rebuilt_attachments(const cni::MetaConfig& config, std::vector<Attachment> attachments) {
+std::vector<store::AttachmentRecord> rebuilt_attachments(const cni::MetaConfig& config,
+                                                         std::vector<Attachment> attachments) {
   std::vector<scoping::ScopingPlan> plans;
   try {
     plans = plan_attachments_scoping(config.scoping, attachments);

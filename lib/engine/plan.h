@@ -40,7 +40,8 @@ std::vector<Attachment> resolve_attachments(const Services& services, const Sess
 /// `attachments`) from the top-level keys, the stripped keys, the selection's `cni-args` and
 /// `default-route`; then validates the default-route requests across attachments. Throws
 /// CniError(InvalidConfig) before anything is created; every delegate is stripped even then.
-std::vector<scoping::ScopingPlan> plan_attachments_scoping(const Json& top_scoping, std::vector<Attachment>& attachments);
+std::vector<scoping::ScopingPlan> plan_attachments_scoping(const Json& top_scoping,
+                                                           std::vector<Attachment>& attachments);
 
 /// The whole ADD plan: resolution, scoping plans and the plugin preflight.
 Plan plan_add(const Services& services, const Session& session, KubeAccess& kube, const cni::Invocation& inv,
@@ -48,7 +49,8 @@ Plan plan_add(const Services& services, const Session& session, KubeAccess& kube
 
 /// The records a DEL without a usable cache entry works from: `attachments` as they would have
 /// been added (delegate config as prepared for them, planned scoping state), without results.
-std::vector<store::AttachmentRecord> rebuilt_attachments(const cni::MetaConfig& config, std::vector<Attachment> attachments);
+std::vector<store::AttachmentRecord> rebuilt_attachments(const cni::MetaConfig& config,
+                                                         std::vector<Attachment> attachments);
 
 /// The record of `a` before its delegate runs: names, the prepared delegate config (its cniVersion
 /// in `version`), the CNI_ARGS it gets, its device-info file and the planned scoping state.

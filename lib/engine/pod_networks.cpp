@@ -212,8 +212,7 @@ std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, c
     // pick any namespace's NAD as its cluster network); the multusNamespace, where operators keep
     // the cluster networks this annotation names by default, stays allowed.
     auto check = [&] {
-      if (e.namespace_ != config.multus_namespace)
-        k8s::check_isolation(policy, ref.namespace_, e.namespace_);
+      if (e.namespace_ != config.multus_namespace) k8s::check_isolation(policy, ref.namespace_, e.namespace_);
     };
     if (mode == Resolution::Strict) check();
     add(e.namespace_ + "/" + e.name, true, [&] {
@@ -221,7 +220,8 @@ std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, c
       return from_nad(e, true);
     });
   } else if (!config.cluster_network.empty()) {
-    add(config.cluster_network, true, [&] { return resolve_named_network(config.cluster_network, true, config, nads); });
+    add(config.cluster_network, true,
+        [&] { return resolve_named_network(config.cluster_network, true, config, nads); });
   } else {
     Attachment a = inline_attachment(config, 0);
     add(a.name, true, [&] { return a; });
@@ -242,8 +242,8 @@ std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, c
   // NAD is read, so a violation reads nothing across namespaces.
   std::vector<k8s::SelectionElement> elements;
   try {
-    elements = k8s::parse_networks_annotation(pod_annotation(pod, std::string(k8s::kNetworksAnnotation)),
-                                              ref.namespace_);
+    elements =
+        k8s::parse_networks_annotation(pod_annotation(pod, std::string(k8s::kNetworksAnnotation)), ref.namespace_);
   } catch (const CniError& e) {
     if (mode == Resolution::Strict) throw;
     util::log_warning("skipping the pod's networks annotation, which cannot be parsed: ", e.msg());

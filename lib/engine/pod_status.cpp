@@ -89,11 +89,11 @@ void write_network_status(KubeAccess& kube, const cni::PodRef& ref, Json pod, co
       return;
     } catch (const k8s::ApiError& e) {
       if (!e.conflict() || attempt + 1 >= kStatusConflictRetries)
-        throw cni::CniError(cni::ErrorCode::Kubernetes,
-                            "error setting the network status of pod " + ref.namespace_ + "/" + ref.name + ": " +
-                                e.msg() +
-                                (e.conflict() ? " (" + std::to_string(kStatusConflictRetries) + " conflicting updates in a row)"
-                                              : std::string()));
+        throw cni::CniError(
+            cni::ErrorCode::Kubernetes,
+            "error setting the network status of pod " + ref.namespace_ + "/" + ref.name + ": " + e.msg() +
+                (e.conflict() ? " (" + std::to_string(kStatusConflictRetries) + " conflicting updates in a row)"
+                              : std::string()));
       util::log_verbose("network-status update of ", ref.namespace_, "/", ref.name, " conflicted; re-reading the pod");
       std::string uid = k8s::pod_metadata_string(pod, "uid");
       pod = kube.get_pod(ref.namespace_, ref.name);
@@ -128,8 +128,12 @@ Json pod_event(const cni::PodRef& ref, const Json& pod, const std::string& reaso
           {"kind", "Event"},
           {"metadata", {{"name", ""}, {"namespace", ref.namespace_}}},
           {"involvedObject",
-           {{"apiVersion", "v1"}, {"kind", "Pod"}, {"namespace", ref.namespace_}, {"name", ref.name},
-            {"uid", string_at(pod, "metadata", "uid")}, {"resourceVersion", string_at(pod, "metadata", "resourceVersion")}}},
+           {{"apiVersion", "v1"},
+            {"kind", "Pod"},
+            {"namespace", ref.namespace_},
+            {"name", ref.name},
+            {"uid", string_at(pod, "metadata", "uid")},
+            {"resourceVersion", string_at(pod, "metadata", "resourceVersion")}}},
           {"reason", reason},
           {"message", ""},
           {"type", type},
@@ -142,7 +146,8 @@ Json pod_event(const cni::PodRef& ref, const Json& pod, const std::string& reaso
 }
 
 std::string event_name(const cni::PodRef& ref, std::size_t n) {
-  auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch());
+  auto nanos =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch());
   char suffix[32];
   std::snprintf(suffix, sizeof suffix, ".%llx", static_cast<unsigned long long>(nanos.count()) + n);
   return ref.name + suffix;
@@ -160,8 +165,8 @@ void send_warning_event(KubeAccess& kube, const cni::PodRef& ref, const Json& po
   }
 }
 
-void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod,
-                       const store::ContainerRecord& record, const std::vector<cni::Result>& results) {
+void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod, const store::ContainerRecord& record,
+                       const std::vector<cni::Result>& results) {
   if (results.size() != record.attachments.size())
     throw cni::CniError(cni::ErrorCode::Internal, "send_added_events: " + std::to_string(results.size()) +
                                                       " result(s) for " + std::to_string(record.attachments.size()) +

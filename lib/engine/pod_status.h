@@ -39,8 +39,7 @@ void write_network_status(KubeAccess& kube, const cni::PodRef& ref, Json pod, co
 
 /// Sends one AddedInterface Event per attachment, one attempt each; the first failure is logged and
 /// ends the sending (Events are best effort and never fail or delay the ADD).
-void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod,
-                       const store::ContainerRecord& record);
+void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod, const store::ContainerRecord& record);
 
 /// An Event about the pod with `reason` and `type` ("Normal", "Warning"), its name and message empty.
 Json pod_event(const cni::PodRef& ref, const Json& pod, const std::string& reason, const std::string& type);
@@ -53,7 +52,7 @@ void send_warning_event(KubeAccess& kube, const cni::PodRef& ref, const Json& po
                         const std::string& message);
 
 /// The same from results already decoded (`results[i]` belongs to `record.attachments[i]`).
-void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod,
-                       const store::ContainerRecord& record, const std::vector<cni::Result>& results);
+void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod, const store::ContainerRecord& record,
+                       const std::vector<cni::Result>& results);
 
 }  // namespace manifold::engine

@@ -15,9 +15,9 @@ Session open_session(const Services& services, cni::MetaConfig config, const cni
   if (!session.config.bin_dir.empty()) session.search_dirs.push_back(session.config.bin_dir);
   for (auto& d : exec::split_cni_path(inv.path)) session.search_dirs.push_back(std::move(d));
   session.cache = services.open_cache(session.config.cni_dir);
-  session.invoker = std::make_unique<exec::PluginInvoker>(
-      *services.runner, session.search_dirs, std::chrono::seconds(session.config.delegate_timeout_s),
-      services.environment, session.config.delegate_env);
+  session.invoker = std::make_unique<exec::PluginInvoker>(*services.runner, session.search_dirs,
+                                                          std::chrono::seconds(session.config.delegate_timeout_s),
+                                                          services.environment, session.config.delegate_env);
   session.runner = std::make_unique<exec::DelegateRunner>(*session.invoker);
   return session;
 }
@@ -35,8 +35,8 @@ void wait_for_readiness(const Services& services, const cni::MetaConfig& config,
   }
   throw cni::CniError(cni::ErrorCode::TryAgainLater,
                       "have you checked that your default network is ready? still waiting for "
-                      "readinessindicatorfile @ " + file + " after " + std::to_string(config.readiness_timeout_s) +
-                          "s");
+                      "readinessindicatorfile @ " +
+                          file + " after " + std::to_string(config.readiness_timeout_s) + "s");
 }
 
 void preflight_plugins(const Session& session, const std::vector<Attachment>& attachments) {
@@ -50,7 +50,8 @@ void preflight_plugins(const Session& session, const std::vector<Attachment>& at
   }
 }
 
-exec::DelegateTarget target_for(const cni::Invocation& inv, const std::string& netns, const store::AttachmentRecord& a) {
+exec::DelegateTarget target_for(const cni::Invocation& inv, const std::string& netns,
+                                const store::AttachmentRecord& a) {
   exec::DelegateTarget t;
   t.container_id = inv.container_id;
   t.netns = netns;

@@ -41,8 +41,8 @@ store::ContainerRecord new_entry(const Session& session, const cni::Invocation& 
 }
 
 std::vector<scoping::DefaultRouteChange> apply_default_routes_to_record(scoping::ScopingEnv& env,
-                                                                       const std::vector<scoping::ScopingPlan>& plans,
-                                                                       store::ContainerRecord& record) {
+                                                                        const std::vector<scoping::ScopingPlan>& plans,
+                                                                        store::ContainerRecord& record) {
   const std::vector<scoping::DefaultRouteRequest> requests = scoping::default_route_requests(plans);
   if (requests.empty()) return {};
   std::vector<cni::Result> results;

@@ -35,8 +35,8 @@ store::ContainerRecord new_entry(const Session& session, const cni::Invocation& 
 /// it was written in, so the returned result, CHECK's prevResult and the network-status `gateway`
 /// lists agree with the namespace. Returns what changed (empty: nothing was asked or changed).
 std::vector<scoping::DefaultRouteChange> apply_default_routes_to_record(scoping::ScopingEnv& env,
-                                                                       const std::vector<scoping::ScopingPlan>& plans,
-                                                                       store::ContainerRecord& record);
+                                                                        const std::vector<scoping::ScopingPlan>& plans,
+                                                                        store::ContainerRecord& record);
 
 /// Attachments added to one entry, all or none. The caller holds the container's cache lock for the
 /// transaction's whole life.
@@ -45,7 +45,8 @@ class AttachTransaction {
   /// Starts on `entry` (empty for an ADD; the sandbox's current entry for a hot-plug, whose
   /// results are decoded now) in the sandbox `inv` names. Opens its network namespace: CniError
   /// when it cannot.
-  AttachTransaction(const Services& services, Session& session, const cni::Invocation& inv, store::ContainerRecord entry);
+  AttachTransaction(const Services& services, Session& session, const cni::Invocation& inv,
+                    store::ContainerRecord entry);
   /// Rolls back unless committed. Never throws; what cannot be undone is logged.
   ~AttachTransaction();
   AttachTransaction(const AttachTransaction&) = delete;

@@ -104,8 +104,7 @@ bool DelegateRunner::check(const std::string& config_text, const std::string& ca
   std::string version = cni::delegate_version(conf);
   if (!cni::version_at_least(version, 0, 4)) return false;
   Json prev = prev_result_for(version, cached_result);
-  if (prev.is_null())
-    throw cni::CniError(cni::ErrorCode::CheckFailed, "no cached result to check against");
+  if (prev.is_null()) throw cni::CniError(cni::ErrorCode::CheckFailed, "no cached result to check against");
   if (!cni::is_conflist(conf)) {
     invoker_.invoke(type_of(conf), make_call("CHECK", target, cni::with_prev_result(config_text, cached_result)));
     return true;
@@ -128,7 +127,8 @@ bool DelegateRunner::status(const std::string& config_text, const std::string& c
   }
   std::string name = cni::delegate_name(conf);
   for (const auto& plugin : conf["plugins"])
-    invoker_.invoke(type_of(plugin), make_call("STATUS", target, cni::chain_plugin_stdin(plugin, name, version, Json())));
+    invoker_.invoke(type_of(plugin),
+                    make_call("STATUS", target, cni::chain_plugin_stdin(plugin, name, version, Json())));
   return true;
 }
 
@@ -149,7 +149,8 @@ bool DelegateRunner::gc(const std::string& config_text, const Json& valid_attach
     invoker_.invoke(type_of(conf), make_call("GC", target, with_valid(conf)));
     return true;
   }
-  for (const auto& plugin : conf["plugins"]) invoker_.invoke(type_of(plugin), make_call("GC", target, with_valid(plugin)));
+  for (const auto& plugin : conf["plugins"])
+    invoker_.invoke(type_of(plugin), make_call("GC", target, with_valid(plugin)));
   return true;
 }
 

@@ -25,12 +25,10 @@ bool is_executable_file(const std::string& path) {
 }  // namespace
 
 void validate_plugin_type(std::string_view type) {
-  bool ok = !type.empty() && type.size() <= kMaxPluginTypeLength &&
-            type.find('/') == std::string_view::npos && type.find('\0') == std::string_view::npos &&
-            type.find("..") == std::string_view::npos && type != ".";
+  bool ok = !type.empty() && type.size() <= kMaxPluginTypeLength && type.find('/') == std::string_view::npos &&
+            type.find('\0') == std::string_view::npos && type.find("..") == std::string_view::npos && type != ".";
   if (!ok) {
-    throw cni::CniError(cni::ErrorCode::InvalidConfig,
-                        "invalid plugin type " + quote(type) + ": must be a file name");
+    throw cni::CniError(cni::ErrorCode::InvalidConfig, "invalid plugin type " + quote(type) + ": must be a file name");
   }
 }
 
@@ -54,7 +52,8 @@ std::string find_plugin_or_builtin(std::string_view type, const std::vector<std:
   try {
     return find_plugin(type, dirs);
   } catch (const cni::CniError& e) {
-    if (e.code() == static_cast<unsigned>(cni::ErrorCode::DelegateFailed) && is_builtin_plugin(type)) return std::string();
+    if (e.code() == static_cast<unsigned>(cni::ErrorCode::DelegateFailed) && is_builtin_plugin(type))
+      return std::string();
     throw;
   }
 }

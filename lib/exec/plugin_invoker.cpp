@@ -23,8 +23,7 @@ namespace {
 /// whitespace collapsed into one space and the ends trimmed.
 std::string single_line(std::string_view text) {
   std::string valid =
-      Json::parse(Json(std::string(text)).dump(-1, ' ', false, Json::error_handler_t::replace))
-          .get<std::string>();
+      Json::parse(Json(std::string(text)).dump(-1, ' ', false, Json::error_handler_t::replace)).get<std::string>();
   std::string out;
   out.reserve(valid.size());
   bool space = false;
@@ -43,13 +42,11 @@ std::string single_line(std::string_view text) {
 
 /// The last `limit` bytes of `text` (starting on a UTF-8 boundary) as one clean line.
 std::string tail(std::string_view text, size_t limit) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
-    text.remove_suffix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
   bool cut = text.size() > limit;
   if (cut) {
     text.remove_prefix(text.size() - limit);
-    while (!text.empty() && (static_cast<unsigned char>(text.front()) & 0xC0) == 0x80)
-      text.remove_prefix(1);
+    while (!text.empty() && (static_cast<unsigned char>(text.front()) & 0xC0) == 0x80) text.remove_prefix(1);
   }
   std::string line = single_line(text);
   return cut ? "..." + line : line;
@@ -67,14 +64,12 @@ void log_stderr(const std::string& type, std::string_view err) {
     shown.remove_prefix(nl + 1);
   }
   if (err.size() > kLoggedStderrBytes) {
-    util::log_verbose(type, ": (", err.size() - kLoggedStderrBytes,
-                      " more bytes of stderr not logged)");
+    util::log_verbose(type, ": (", err.size() - kLoggedStderrBytes, " more bytes of stderr not logged)");
   }
 }
 
 /// Throws the delegate's own CniError when `out` is CNI error JSON ({"code": n > 0, "msg": "..."}).
-void throw_if_cni_error(const std::string& type, const std::string& command,
-                        const std::string& out) {
+void throw_if_cni_error(const std::string& type, const std::string& command, const std::string& out) {
   Json j = Json::parse(out, nullptr, false);
   if (!j.is_object()) return;
   auto code = j.find("code");
@@ -84,24 +79,19 @@ void throw_if_cni_error(const std::string& type, const std::string& command,
   }
   auto msg = j.find("msg");
   auto details = j.find("details");
-  if ((msg != j.end() && !msg->is_string()) || (details != j.end() && !details->is_string()))
-    return;
+  if ((msg != j.end() && !msg->is_string()) || (details != j.end() && !details->is_string())) return;
   auto number = static_cast<unsigned>(code->get<long long>());
   std::string text = msg != j.end() ? msg->get<std::string>() : "";
-  if (text.empty())
-    text = "plugin \"" + type + "\" failed (" + command + ") with error code " +
-           std::to_string(number);
+  if (text.empty()) text = "plugin \"" + type + "\" failed (" + command + ") with error code " + std::to_string(number);
   util::log_verbose("plugin ", type, " (", command, ") returned error ", number, ": ", text);
-  throw cni::CniError(number, std::move(text),
-                      details != j.end() ? details->get<std::string>() : "");
+  throw cni::CniError(number, std::move(text), details != j.end() ? details->get<std::string>() : "");
 }
 
 /// "exit status N" or "killed by signal N (name)".
 std::string describe_exit(const ProcessResult& r) {
   if (r.term_signal != 0) {
     const char* name = ::sigdescr_np(r.term_signal);
-    return "killed by signal " + std::to_string(r.term_signal) +
-           (name ? std::string(" (") + name + ")" : "");
+    return "killed by signal " + std::to_string(r.term_signal) + (name ? std::string(" (") + name + ")" : "");
   }
   return "exit status " + std::to_string(r.exit_code);
 }
@@ -110,9 +100,8 @@ void check_no_nul(const std::string& type, const std::vector<std::string>& env) 
   for (const std::string& entry : env) {
     if (entry.find('\0') == std::string::npos) continue;
     std::string name = entry.substr(0, std::min(entry.find('='), entry.find('\0')));
-    throw cni::CniError(cni::ErrorCode::InvalidConfig, "environment variable " + single_line(name) +
-                                                           " for plugin \"" + type +
-                                                           "\" contains a NUL byte");
+    throw cni::CniError(cni::ErrorCode::InvalidConfig, "environment variable " + single_line(name) + " for plugin \"" +
+                                                           type + "\" contains a NUL byte");
   }
 }
 
@@ -139,27 +128,23 @@ std::string PluginInvoker::invoke(const std::string& type, const PluginCall& cal
   check_no_nul(type, request.env);
   request.stdin_data = call.config;
   request.timeout = timeout_;
-  util::log_debug("running plugin ", type, " (", call.command, ") ", request.path,
-                  " ifname=", call.ifname);
+  util::log_debug("running plugin ", type, " (", call.command, ") ", request.path, " ifname=", call.ifname);
 
   ProcessResult r = runner_.run(request);
   log_stderr(type, r.stderr_data);
   const std::string who = "plugin \"" + type + "\"";
   if (r.exec_errno != 0) {
-    throw cni::CniError(
-        cni::ErrorCode::DelegateFailed,
-        "failed to run " + who + " (" + request.path + "): " + std::strerror(r.exec_errno));
+    throw cni::CniError(cni::ErrorCode::DelegateFailed,
+                        "failed to run " + who + " (" + request.path + "): " + std::strerror(r.exec_errno));
   }
   if (r.timed_out) {
-    throw cni::CniError(
-        cni::ErrorCode::DelegateFailed,
-        who + " timed out after " + std::to_string(timeout_.count()) + " ms (killed)");
+    throw cni::CniError(cni::ErrorCode::DelegateFailed,
+                        who + " timed out after " + std::to_string(timeout_.count()) + " ms (killed)");
   }
   if (r.exit_code == 0 && r.term_signal == 0) {
     if (r.output_truncated && r.stdout_data.size() >= request.max_output) {
-      throw cni::CniError(cni::ErrorCode::DelegateFailed,
-                          who + " (" + call.command + ") printed more than " +
-                              std::to_string(request.max_output) + " bytes");
+      throw cni::CniError(cni::ErrorCode::DelegateFailed, who + " (" + call.command + ") printed more than " +
+                                                              std::to_string(request.max_output) + " bytes");
     }
     util::log_debug("plugin ", type, " (", call.command, ") succeeded");
     return std::move(r.stdout_data);
@@ -172,9 +157,8 @@ std::string PluginInvoker::invoke(const std::string& type, const PluginCall& cal
 }
 
 bool passes_to_delegate(std::string_view name, const std::vector<std::string>& extra) {
-  static constexpr std::string_view kAllowed[] = {"PATH",     "LD_LIBRARY_PATH", "TMPDIR",
-                                                  "XTABLES_LOCKFILE", "TZ",   "LANG",
-                                                  "LANGUAGE"};
+  static constexpr std::string_view kAllowed[] = {"PATH", "LD_LIBRARY_PATH", "TMPDIR", "XTABLES_LOCKFILE", "TZ",
+                                                  "LANG", "LANGUAGE"};
   for (std::string_view allowed : kAllowed)
     if (name == allowed) return true;
   if (name.size() > 3 && name.substr(0, 3) == "LC_") return true;
@@ -183,8 +167,8 @@ bool passes_to_delegate(std::string_view name, const std::vector<std::string>& e
   return false;
 }
 
-std::vector<std::string> plugin_environment(const std::vector<std::string>& base_env,
-                                            const PluginCall& call, const std::vector<std::string>& extra) {
+std::vector<std::string> plugin_environment(const std::vector<std::string>& base_env, const PluginCall& call,
+                                            const std::vector<std::string>& extra) {
   std::vector<std::string> out;
   std::unordered_map<std::string, size_t> position;
   auto put = [&](std::string name, std::string entry) {

@@ -39,9 +39,8 @@ class PluginInvoker {
   /// (CNI_* entries in it are replaced by the call's).
   /// `extra_env` names further variables (or prefixes ending in `*`) of base_env that delegates
   /// may see besides the built-in allow-list (the config's delegateEnv).
-  PluginInvoker(ProcessRunner& runner, std::vector<std::string> search_dirs,
-                std::chrono::milliseconds timeout, std::vector<std::string> base_env,
-                std::vector<std::string> extra_env = {});
+  PluginInvoker(ProcessRunner& runner, std::vector<std::string> search_dirs, std::chrono::milliseconds timeout,
+                std::vector<std::string> base_env, std::vector<std::string> extra_env = {});
 
   /// Finds and runs `type`. Returns stdout on exit 0 (possibly empty, which is fine for DEL, CHECK,
   /// GC and STATUS; validating an ADD result is the caller's job). On a non-zero exit: when stdout
@@ -72,8 +71,7 @@ bool passes_to_delegate(std::string_view name, const std::vector<std::string>& e
 /// CNI_COMMAND, CNI_CONTAINERID, CNI_NETNS, CNI_IFNAME, CNI_ARGS, CNI_PATH set from the call
 /// (CNI_COMMAND and CNI_PATH always, the others only when non-empty). Entries without '=' or with
 /// an empty name are dropped; a duplicated name keeps its first position and its last value.
-std::vector<std::string> plugin_environment(const std::vector<std::string>& base_env,
-                                            const PluginCall& call,
+std::vector<std::string> plugin_environment(const std::vector<std::string>& base_env, const PluginCall& call,
                                             const std::vector<std::string>& extra = {});
 
 }  // namespace manifold::exec

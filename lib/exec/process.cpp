@@ -93,8 +93,7 @@ ProcessResult FakeProcessRunner::run(const ProcessRequest& request) {
     handler = handler_;
   }
   if (!handler) {
-    throw cni::CniError(cni::ErrorCode::Internal,
-                        "FakeProcessRunner: no scripted result for " + request.path);
+    throw cni::CniError(cni::ErrorCode::Internal, "FakeProcessRunner: no scripted result for " + request.path);
   }
   return handler(request);
 }

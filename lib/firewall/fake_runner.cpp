@@ -13,8 +13,8 @@ namespace manifold::firewall {
 namespace {
 
 constexpr std::array<std::string_view, 14> kStandardTargets = {
-    "ACCEPT", "DROP", "RETURN", "REJECT", "REDIRECT", "DNAT", "SNAT",
-    "MASQUERADE", "LOG", "MARK", "CONNMARK", "TPROXY", "CT", "NETMAP",
+    "ACCEPT",     "DROP", "RETURN", "REJECT",   "REDIRECT", "DNAT", "SNAT",
+    "MASQUERADE", "LOG",  "MARK",   "CONNMARK", "TPROXY",   "CT",   "NETMAP",
 };
 
 [[noreturn]] void refuse(std::size_t line_no, const std::string& why) {

@@ -25,10 +25,10 @@ class FakeIptablesRunner final : public IptablesRunner {
  public:
   /// One recorded call.
   struct Call {
-    std::string op;          ///< "save", "restore" or "detect"
-    Family family{};         ///< unused for "detect"
-    Backend backend{};       ///< unused for "detect"
-    std::string payload;     ///< the restore payload ("" otherwise)
+    std::string op;       ///< "save", "restore" or "detect"
+    Family family{};      ///< unused for "detect"
+    Backend backend{};    ///< unused for "detect"
+    std::string payload;  ///< the restore payload ("" otherwise)
   };
 
   FakeIptablesRunner() = default;

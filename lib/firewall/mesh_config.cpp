@@ -25,7 +25,6 @@ const std::vector<util::IpPrefix>& MeshConfig::outbound_subnets(Family family) c
   return family == Family::V4 ? outbound_subnets_to_ignore_v4 : outbound_subnets_to_ignore_v6;
 }
 
-
 void validate_ifname(std::string_view ifname) {
   if (!util::is_valid_ifname(ifname))
     cni::throw_invalid_config("invalid interface name \"" + util::printable(ifname) +
@@ -42,9 +41,12 @@ std::vector<Family> mesh_families(const MeshConfig& cfg, bool has_ipv4, bool has
 
 std::optional<Backend> forced_backend(const MeshConfig& cfg) {
   switch (cfg.iptables_mode) {
-    case IptablesMode::Legacy: return Backend::Legacy;
-    case IptablesMode::Nft: return Backend::Nft;
-    case IptablesMode::Auto: break;
+    case IptablesMode::Legacy:
+      return Backend::Legacy;
+    case IptablesMode::Nft:
+      return Backend::Nft;
+    case IptablesMode::Auto:
+      break;
   }
   return std::nullopt;
 }

@@ -62,22 +62,22 @@ enum class Ipv6Mode {
 
 /// The validated, merged mesh configuration of one attachment.
 struct MeshConfig {
-  bool enabled = false;                                      ///< `enabled`
-  std::uint16_t inbound_port = 4143;                         ///< `inboundPort`
-  std::uint16_t outbound_port = 4140;                        ///< `outboundPort`
-  std::optional<std::uint32_t> proxy_uid = 2102;             ///< `proxyUID`
-  std::optional<std::uint32_t> proxy_gid;                    ///< `proxyGID`
+  bool enabled = false;                                                        ///< `enabled`
+  std::uint16_t inbound_port = 4143;                                           ///< `inboundPort`
+  std::uint16_t outbound_port = 4140;                                          ///< `outboundPort`
+  std::optional<std::uint32_t> proxy_uid = 2102;                               ///< `proxyUID`
+  std::optional<std::uint32_t> proxy_gid;                                      ///< `proxyGID`
   std::vector<PortRange> inbound_ports_to_ignore{{4190, 4190}, {4191, 4191}};  ///< `inboundPortsToIgnore`
-  std::vector<PortRange> outbound_ports_to_ignore;           ///< `outboundPortsToIgnore`
-  std::vector<util::IpPrefix> inbound_subnets_to_ignore_v4;  ///< IPv4 part of the inbound subnet lists
-  std::vector<util::IpPrefix> inbound_subnets_to_ignore_v6;  ///< IPv6 part of the inbound subnet lists
-  std::vector<util::IpPrefix> outbound_subnets_to_ignore_v4; ///< IPv4 part of the outbound subnet lists
-  std::vector<util::IpPrefix> outbound_subnets_to_ignore_v6; ///< IPv6 part of the outbound subnet lists
-  bool redirect_inbound = true;                              ///< `redirectInbound`
-  bool redirect_outbound = true;                             ///< `redirectOutbound`
-  IptablesMode iptables_mode = IptablesMode::Auto;           ///< `iptablesMode`
-  Ipv6Mode ipv6 = Ipv6Mode::Auto;                            ///< `ipv6`
-  int lock_wait_seconds = 30;                                ///< `lockWaitSeconds`
+  std::vector<PortRange> outbound_ports_to_ignore;                             ///< `outboundPortsToIgnore`
+  std::vector<util::IpPrefix> inbound_subnets_to_ignore_v4;   ///< IPv4 part of the inbound subnet lists
+  std::vector<util::IpPrefix> inbound_subnets_to_ignore_v6;   ///< IPv6 part of the inbound subnet lists
+  std::vector<util::IpPrefix> outbound_subnets_to_ignore_v4;  ///< IPv4 part of the outbound subnet lists
+  std::vector<util::IpPrefix> outbound_subnets_to_ignore_v6;  ///< IPv6 part of the outbound subnet lists
+  bool redirect_inbound = true;                               ///< `redirectInbound`
+  bool redirect_outbound = true;                              ///< `redirectOutbound`
+  IptablesMode iptables_mode = IptablesMode::Auto;            ///< `iptablesMode`
+  Ipv6Mode ipv6 = Ipv6Mode::Auto;                             ///< `ipv6`
+  int lock_wait_seconds = 30;                                 ///< `lockWaitSeconds`
 
   /// True when rules are to be installed: enabled and at least one direction redirected.
   bool active() const { return enabled && (redirect_inbound || redirect_outbound); }

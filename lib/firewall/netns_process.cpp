@@ -22,9 +22,7 @@ namespace {
   throw cni::CniError(cni::ErrorCode::Firewall, what + ": " + std::strerror(err));
 }
 
-[[noreturn]] void fail(const std::string& message) {
-  throw cni::CniError(cni::ErrorCode::Firewall, message);
-}
+[[noreturn]] void fail(const std::string& message) { throw cni::CniError(cni::ErrorCode::Firewall, message); }
 
 util::UniqueFd open_netns(const std::string& path) {
   if (path.empty()) return {};
@@ -64,12 +62,16 @@ ProcessOutput run_process(const ProcessSpec& spec) {
     fail(e.what());
   }
   switch (r.failed_step) {
-    case util::ChildStep::None: break;
-    case util::ChildStep::Fork: fail("fork " + spec.binary, r.start_errno);
+    case util::ChildStep::None:
+      break;
+    case util::ChildStep::Fork:
+      fail("fork " + spec.binary, r.start_errno);
     case util::ChildStep::Netns:
       fail("enter network namespace " + spec.netns_path + " for " + spec.binary, r.start_errno);
-    case util::ChildStep::Stdio: fail("set up stdio for " + spec.binary, r.start_errno);
-    case util::ChildStep::Exec: fail("execute " + spec.binary, r.start_errno);
+    case util::ChildStep::Stdio:
+      fail("set up stdio for " + spec.binary, r.start_errno);
+    case util::ChildStep::Exec:
+      fail("execute " + spec.binary, r.start_errno);
   }
   if (r.timed_out)
     fail(spec.binary + " did not finish within " + std::to_string(spec.timeout.count()) + " ms and was killed");

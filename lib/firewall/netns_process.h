@@ -16,11 +16,11 @@ namespace manifold::firewall {
 
 /// What to run.
 struct ProcessSpec {
-  std::string binary;                  ///< absolute path of the executable
-  std::vector<std::string> args;       ///< arguments after argv[0] (argv[0] is `binary`)
-  std::vector<std::string> env;        ///< the complete environment, "KEY=value" each
-  std::string stdin_data;              ///< written to the child's stdin, then EOF
-  std::string netns_path;              ///< network namespace to enter; empty = stay in ours
+  std::string binary;                         ///< absolute path of the executable
+  std::vector<std::string> args;              ///< arguments after argv[0] (argv[0] is `binary`)
+  std::vector<std::string> env;               ///< the complete environment, "KEY=value" each
+  std::string stdin_data;                     ///< written to the child's stdin, then EOF
+  std::string netns_path;                     ///< network namespace to enter; empty = stay in ours
   std::chrono::milliseconds timeout{60000};   ///< the child is killed after this long
   std::size_t max_stdout = 16 * 1024 * 1024;  ///< more stdout than this is an error
   std::size_t max_stderr = 64 * 1024;         ///< stderr beyond this is dropped
@@ -28,10 +28,10 @@ struct ProcessSpec {
 
 /// How it ended.
 struct ProcessOutput {
-  int exit_code = -1;    ///< exit status, or -1 when killed by a signal
-  int term_signal = 0;   ///< the signal that killed it, or 0
-  std::string out;       ///< everything it wrote to stdout
-  std::string err;       ///< what it wrote to stderr (up to max_stderr)
+  int exit_code = -1;   ///< exit status, or -1 when killed by a signal
+  int term_signal = 0;  ///< the signal that killed it, or 0
+  std::string out;      ///< everything it wrote to stdout
+  std::string err;      ///< what it wrote to stderr (up to max_stderr)
 
   /// True for a normal exit with status 0.
   bool ok() const { return exit_code == 0; }

@@ -74,14 +74,14 @@ std::vector<std::string> outbound_body(std::string_view ifname, const MeshConfig
 // What the ADD payload does about one of our two chain names.
 struct ChainPlan {
   std::string name;
-  const MeshChain* wanted = nullptr;    // null: this direction is disabled
-  bool exists = false;                  // declared in the current nat table
-  bool keep_jump = false;               // the current jump is exactly right
+  const MeshChain* wanted = nullptr;      // null: this direction is disabled
+  bool exists = false;                    // declared in the current nat table
+  bool keep_jump = false;                 // the current jump is exactly right
   std::vector<ChainReference> to_delete;  // references to remove with -D
 };
 
-ChainPlan plan_chain(const SavedTable* nat, const std::string& name, const MeshChain* wanted,
-                     const std::string& in, const std::string& out) {
+ChainPlan plan_chain(const SavedTable* nat, const std::string& name, const MeshChain* wanted, const std::string& in,
+                     const std::string& out) {
   ChainPlan plan{name, wanted, false, false, {}};
   if (nat == nullptr) return plan;
   plan.exists = nat->find(name) != nullptr;

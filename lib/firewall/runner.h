@@ -36,7 +36,7 @@ class RealIptablesRunner final : public IptablesRunner {
  public:
   /// Where and how to run.
   struct Options {
-    std::string netns_path;  ///< the pod's netns (bind mount or /proc/<pid>/ns/net); empty = ours
+    std::string netns_path;      ///< the pod's netns (bind mount or /proc/<pid>/ns/net); empty = ours
     int lock_wait_seconds = 30;  ///< legacy only: `-w` seconds
     std::vector<std::string> bin_dirs{"/usr/sbin", "/sbin", "/usr/bin"};  ///< searched in order
   };

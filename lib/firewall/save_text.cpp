@@ -12,8 +12,8 @@ namespace manifold::firewall {
 
 namespace {
 
-constexpr std::size_t kMaxNameLength = 64;      // table or chain names we accept from save text
-constexpr std::size_t kMaxMessageRule = 512;    // how much of a rule a CHECK message repeats
+constexpr std::size_t kMaxNameLength = 64;    // table or chain names we accept from save text
+constexpr std::size_t kMaxMessageRule = 512;  // how much of a rule a CHECK message repeats
 
 struct Word {
   std::string text;
@@ -93,7 +93,7 @@ bool parse_line(std::string_view line, ParseState& st) {
     const auto it = st.chain_index.find(std::string(rest.substr(0, space)));
     if (it == st.chain_index.end()) return false;
     table.chains[it->second].rules.emplace_back(space == std::string_view::npos ? std::string_view{}
-                                                                                 : rest.substr(space + 1));
+                                                                                : rest.substr(space + 1));
     return true;
   }
   return false;
@@ -202,8 +202,8 @@ const SavedTable* SaveText::find(std::string_view table) const {
 
 SaveText parse_save_text(std::string_view text) {
   if (text.size() > kMaxSaveTextBytes)
-    throw cni::CniError(cni::ErrorCode::Firewall, "iptables-save output is larger than 16 MiB (" +
-                                                      std::to_string(text.size()) + " bytes)");
+    throw cni::CniError(cni::ErrorCode::Firewall,
+                        "iptables-save output is larger than 16 MiB (" + std::to_string(text.size()) + " bytes)");
   ParseState st;
   std::size_t start = 0;
   while (start < text.size()) {
@@ -265,7 +265,8 @@ std::string render_table(const SavedTable& table) {
   std::string text = "*" + table.name + "\n";
   for (const SavedChain& c : table.chains) text += ":" + c.name + " " + c.policy + " [0:0]\n";
   for (const SavedChain& c : table.chains)
-    for (const std::string& rule : c.rules) text += (rule.empty() ? "-A " + c.name : "-A " + c.name + " " + rule) + "\n";
+    for (const std::string& rule : c.rules)
+      text += (rule.empty() ? "-A " + c.name : "-A " + c.name + " " + rule) + "\n";
   text += "COMMIT\n";
   return text;
 }
@@ -299,7 +300,8 @@ std::vector<std::string> compare_mesh_rules(std::string_view save_text, std::str
   const SavedTable* nat = saved.find("nat");
   std::vector<std::string> diffs;
   for (const std::string& name : {in, out}) {
-    const auto want = std::find_if(expected.begin(), expected.end(), [&](const MeshChain& c) { return c.name == name; });
+    const auto want =
+        std::find_if(expected.begin(), expected.end(), [&](const MeshChain& c) { return c.name == name; });
     const SavedChain* chain = nat != nullptr ? nat->find(name) : nullptr;
     const std::vector<ChainReference> refs = outside_references(nat, name, in, out);
     if (want == expected.end()) {

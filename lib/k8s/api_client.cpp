@@ -53,8 +53,8 @@ std::string user_agent() { return std::string("manifold/") + MANIFOLD_VERSION; }
 struct ApiClient::Target {
   std::string resource;  ///< "pods", "network-attachment-definitions", "events"
   std::string ns;
-  std::string name;      ///< may be empty (event creation)
-  std::string path;      ///< without the server's base path
+  std::string name;  ///< may be empty (event creation)
+  std::string path;  ///< without the server's base path
 
   std::string describe() const {
     std::string what = resource + (name.empty() ? std::string() : " \"" + name + "\"");
@@ -85,23 +85,40 @@ std::optional<ApiStatus> parse_status(std::string_view body) {
 
 std::string_view reason_for_status(int status) {
   switch (status) {
-    case 400: return "BadRequest";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "NotFound";
-    case 405: return "MethodNotAllowed";
-    case 406: return "NotAcceptable";
-    case 409: return "Conflict";
-    case 410: return "Gone";
-    case 413: return "RequestEntityTooLarge";
-    case 415: return "UnsupportedMediaType";
-    case 422: return "Invalid";
-    case 429: return "TooManyRequests";
-    case 500: return "InternalError";
-    case 502: return "BadGateway";
-    case 503: return "ServiceUnavailable";
-    case 504: return "Timeout";
-    default: return "";
+    case 400:
+      return "BadRequest";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "NotFound";
+    case 405:
+      return "MethodNotAllowed";
+    case 406:
+      return "NotAcceptable";
+    case 409:
+      return "Conflict";
+    case 410:
+      return "Gone";
+    case 413:
+      return "RequestEntityTooLarge";
+    case 415:
+      return "UnsupportedMediaType";
+    case 422:
+      return "Invalid";
+    case 429:
+      return "TooManyRequests";
+    case 500:
+      return "InternalError";
+    case 502:
+      return "BadGateway";
+    case 503:
+      return "ServiceUnavailable";
+    case 504:
+      return "Timeout";
+    default:
+      return "";
   }
 }
 
@@ -191,8 +208,7 @@ Json ApiClient::update_pod_status(const std::string& ns, const std::string& name
 
 void ApiClient::create_event(const std::string& ns, const Json& event) {
   require_namespace(ns);
-  if (!event.is_object())
-    throw cni::CniError(cni::ErrorCode::Internal, "create_event: the event is not a JSON object");
+  if (!event.is_object()) throw cni::CniError(cni::ErrorCode::Internal, "create_event: the event is not a JSON object");
   std::string name;
   if (auto meta = event.find("metadata"); meta != event.end() && meta->is_object()) {
     if (auto n = meta->find("name"); n != meta->end() && n->is_string()) name = n->get<std::string>();
@@ -224,9 +240,8 @@ Json ApiClient::call_for_object(const std::string& method, const Target& target,
   }
   if (!j.is_object()) throw cni::CniError(cni::ErrorCode::Decoding, what + " is not a JSON object");
   if (auto k = j.find("kind"); k != j.end() && k->is_string() && k->get<std::string>() != kind)
-    throw cni::CniError(cni::ErrorCode::Decoding,
-                        what + " has kind " + quote(sanitize(k->get<std::string>())) + ", expected " +
-                            std::string(kind));
+    throw cni::CniError(cni::ErrorCode::Decoding, what + " has kind " + quote(sanitize(k->get<std::string>())) +
+                                                      ", expected " + std::string(kind));
   return j;
 }
 
@@ -274,15 +289,15 @@ std::string ApiClient::sanitize(std::string_view server_text) const {
 ApiError ApiClient::error_for_response(const std::string& method, const Target& target,
                                        const HttpResponse& response) const {
   std::optional<ApiStatus> status = parse_status(response.body);
-  std::string reason = status && !status->reason.empty() ? sanitize(status->reason)
-                                                         : std::string(reason_for_status(response.status));
+  std::string reason =
+      status && !status->reason.empty() ? sanitize(status->reason) : std::string(reason_for_status(response.status));
   std::string message = status ? sanitize(status->message) : std::string();
   std::string text;
   if (response.status == 404 && !target.name.empty()) {
     text = target.resource + " \"" + target.name + "\" not found in namespace \"" + target.ns + "\"";
   } else {
-    text = "Kubernetes API " + method + " " + target.describe() + " failed: HTTP " +
-           std::to_string(response.status) + (reason.empty() ? "" : " " + reason);
+    text = "Kubernetes API " + method + " " + target.describe() + " failed: HTTP " + std::to_string(response.status) +
+           (reason.empty() ? "" : " " + reason);
     if (!message.empty()) text += ": " + message;
     if (response.status == 401) text += " (check the kubeconfig's token or client certificate)";
     if (response.status == 403) text += " (check manifold's RBAC permissions)";
@@ -338,8 +353,8 @@ HttpResponse ApiClient::execute(HttpRequest request, const Target& target) {
   std::string text;
   if (last_status != 0) {
     text = "Kubernetes API still answering " + std::to_string(last_status) +
-           (last_reason.empty() ? "" : " " + last_reason) + " to " + request.method + " " + target.describe() +
-           over + why + (last_message.empty() ? "" : ": " + last_message);
+           (last_reason.empty() ? "" : " " + last_reason) + " to " + request.method + " " + target.describe() + over +
+           why + (last_message.empty() ? "" : ": " + last_message);
   } else {
     text = "Kubernetes API unreachable for " + request.method + " " + target.describe() + over + why +
            (last_transport_error.empty() ? "" : ": " + last_transport_error);

@@ -66,11 +66,10 @@ bool is_dns1123_subdomain(std::string_view text);
 class ApiClient {
  public:
   /// Uses the real file system (for token_file) and a random jitter source.
-  ApiClient(HttpTransport& transport, ClusterAuth auth, RetryPolicy policy, util::Sleeper& sleeper,
-            util::Clock& clock);
+  ApiClient(HttpTransport& transport, ClusterAuth auth, RetryPolicy policy, util::Sleeper& sleeper, util::Clock& clock);
   /// Fully injected variant for tests.
-  ApiClient(HttpTransport& transport, ClusterAuth auth, RetryPolicy policy, util::Sleeper& sleeper,
-            util::Clock& clock, util::FileReader& files, JitterSource& jitter);
+  ApiClient(HttpTransport& transport, ClusterAuth auth, RetryPolicy policy, util::Sleeper& sleeper, util::Clock& clock,
+            util::FileReader& files, JitterSource& jitter);
 
   /// GET /api/v1/namespaces/{ns}/pods/{name}.
   Json get_pod(const std::string& ns, const std::string& name);

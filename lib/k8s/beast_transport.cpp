@@ -149,8 +149,9 @@ struct BeastTransport::Impl {
       c->use_private_key(asio::buffer(auth.client_key_pem), ssl::context::pem, ec);
       if ((ec && ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == X509_R_KEY_VALUES_MISMATCH) ||
           (!ec && SSL_CTX_check_private_key(c->native_handle()) != 1))
-        throw cni::CniError(cni::ErrorCode::InvalidConfig, "Kubernetes TLS configuration for " + server +
-                                                               ": the client key does not match the client certificate");
+        throw cni::CniError(
+            cni::ErrorCode::InvalidConfig,
+            "Kubernetes TLS configuration for " + server + ": the client key does not match the client certificate");
       if (ec) config_error("cannot load the client key (it must be an unencrypted PEM key)", ec);
     }
     ctx = std::move(c);
@@ -198,10 +199,11 @@ struct BeastTransport::Impl {
     }
     std::unique_lock<std::mutex> lock(state->mu);
     if (!state->cv.wait_until(lock, deadline, [&] { return state->done; }))
-      fail(Kind::Timeout, "resolving Kubernetes API server host \"" + url.host + "\" took longer than " + to_ms(timeout));
+      fail(Kind::Timeout,
+           "resolving Kubernetes API server host \"" + url.host + "\" took longer than " + to_ms(timeout));
     if (!state->error.empty() || state->endpoints.empty())
-      fail(Kind::Resolve, "cannot resolve Kubernetes API server host \"" + url.host + "\": " +
-                              (state->error.empty() ? std::string("no addresses") : state->error));
+      fail(Kind::Resolve, "cannot resolve Kubernetes API server host \"" + url.host +
+                              "\": " + (state->error.empty() ? std::string("no addresses") : state->error));
     return state->endpoints;
   }
 
@@ -293,7 +295,8 @@ struct BeastTransport::Impl {
     });
     run_until(done, deadline);
     if (ec == beast::error::timeout || ec == asio::error::operation_aborted)
-      fail(Kind::Timeout, "sending the request to Kubernetes API server " + server + " took longer than " + to_ms(timeout));
+      fail(Kind::Timeout,
+           "sending the request to Kubernetes API server " + server + " took longer than " + to_ms(timeout));
     if (ec) {
       TransportError error(Kind::Closed, "connection to Kubernetes API server " + server +
                                              " failed while sending the request: " + ec.message());
@@ -330,7 +333,8 @@ struct BeastTransport::Impl {
     http::response<http::string_body> res = parser.release();
     HttpResponse out;
     out.status = static_cast<int>(res.result_int());
-    for (const auto& field : res) out.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+    for (const auto& field : res)
+      out.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
     out.body = std::move(res.body());
     if (!res.keep_alive()) close();
     return out;

@@ -27,8 +27,8 @@ std::map<std::string, std::vector<std::string>> pod_devices(const Json& checkpoi
   if (entries == data->end() || !entries->is_array()) return out;
   for (const auto& e : *entries) {
     if (!e.is_object() || !e.contains("PodUID") || !e["PodUID"].is_string() ||
-        e["PodUID"].get<std::string>() != pod_uid || !e.contains("ResourceName") ||
-        !e["ResourceName"].is_string() || !e.contains("DeviceIDs"))
+        e["PodUID"].get<std::string>() != pod_uid || !e.contains("ResourceName") || !e["ResourceName"].is_string() ||
+        !e.contains("DeviceIDs"))
       continue;
     collect_ids(e["DeviceIDs"], out[e["ResourceName"].get<std::string>()]);
   }

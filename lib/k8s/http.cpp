@@ -143,8 +143,8 @@ std::uint16_t parse_port(std::string_view text, const UrlFailure& fail) {
 ServerUrl parse_server_url(std::string_view url) {
   const bool has_user_info = url.find('@') != std::string_view::npos;
   const UrlFailure fail = [&](const std::string& why) -> cni::CniError {
-    bool printable = url.size() <= kMaxUrlLength &&
-                     std::all_of(url.begin(), url.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+    bool printable =
+        url.size() <= kMaxUrlLength && std::all_of(url.begin(), url.end(), [](char c) { return c > 0x20 && c < 0x7f; });
     std::string shown = (has_user_info || !printable) ? std::string() : " \"" + std::string(url) + "\"";
     return cni::CniError(cni::ErrorCode::InvalidConfig, "invalid Kubernetes API server URL" + shown + ": " + why);
   };

@@ -24,9 +24,9 @@ using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
 
 /// One HTTP request. `target` is the origin-form path (and query), e.g. "/api/v1/namespaces".
 struct HttpRequest {
-  std::string method;  ///< "GET", "PUT", "POST", …
-  std::string target;  ///< must start with '/'
-  HttpHeaders headers; ///< Host and Content-Length are added by the transport
+  std::string method;   ///< "GET", "PUT", "POST", …
+  std::string target;   ///< must start with '/'
+  HttpHeaders headers;  ///< Host and Content-Length are added by the transport
   std::string body;
 };
 
@@ -68,7 +68,7 @@ class TransportError : public cni::CniError {
 
 /// The parsed `server` URL of a cluster: https only, host (name, IPv4 or [IPv6]), port, path prefix.
 struct ServerUrl {
-  std::string host;       ///< name or address, IPv6 without brackets
+  std::string host;  ///< name or address, IPv6 without brackets
   std::uint16_t port = 443;
   std::string base_path;  ///< path prefix without trailing '/', "" for none (e.g. "/k8s/clusters/c-1")
   bool host_is_ip = false;

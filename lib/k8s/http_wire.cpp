@@ -42,8 +42,8 @@ void validate_request(const HttpRequest& request) {
 std::string serialize_request(const HttpRequest& request, std::string_view authority) {
   // Content-Length as Beast's prepare_payload() sets it: for a body, and for the methods that
   // carry one even when it is empty; it then replaces any Content-Length the caller gave.
-  const bool with_length = !request.body.empty() || request.method == "POST" || request.method == "PUT" ||
-                           request.method == "OPTIONS";
+  const bool with_length =
+      !request.body.empty() || request.method == "POST" || request.method == "PUT" || request.method == "OPTIONS";
   const std::string length = std::to_string(request.body.size());
   std::size_t size = request.method.size() + request.target.size() + authority.size() + request.body.size() + 64;
   for (const auto& [name, value] : request.headers) size += name.size() + value.size() + 4;

@@ -48,7 +48,8 @@ void check_isolation(const NamespacePolicy& policy, const std::string& pod_ns, c
   if (!policy.isolation || target_ns == pod_ns || contains(policy.global_namespaces, target_ns)) return;
   throw cni::CniError(cni::ErrorCode::InvalidConfig,
                       "GetNetworkDelegates: namespace isolation enabled, annotation violates permission, pod is in "
-                      "namespace " + pod_ns + " but refers to target namespace " + target_ns);
+                      "namespace " +
+                          pod_ns + " but refers to target namespace " + target_ns);
 }
 
 bool is_system_namespace(const NamespacePolicy& policy, const std::string& pod_ns) {

@@ -16,9 +16,9 @@ namespace manifold::k8s {
 
 /// The namespace rules from the meta-plugin config.
 struct NamespacePolicy {
-  bool isolation = false;                                        ///< `namespaceIsolation`
-  std::vector<std::string> global_namespaces{"default"};        ///< from `globalNamespaces`
-  std::vector<std::string> system_namespaces{"kube-system"};    ///< `systemNamespaces`
+  bool isolation = false;                                     ///< `namespaceIsolation`
+  std::vector<std::string> global_namespaces{"default"};      ///< from `globalNamespaces`
+  std::vector<std::string> system_namespaces{"kube-system"};  ///< `systemNamespaces`
 };
 
 /// Splits a `globalNamespaces` value on ',' and trims each item; empty items are dropped. An empty

@@ -35,8 +35,8 @@ class KubeconfigReader {
       util::log_warning("kubeconfig ", path_, ": context \"", context_name,
                         "\" names no user; requests are sent without credentials");
     }
-    util::log_debug("kubeconfig ", path_, ": context \"", context_name, "\", cluster \"", cluster_name,
-                    "\", server ", auth.server);
+    util::log_debug("kubeconfig ", path_, ": context \"", context_name, "\", cluster \"", cluster_name, "\", server ",
+                    auth.server);
     return auth;
   }
 
@@ -137,10 +137,12 @@ class KubeconfigReader {
 
   void require_pem(const std::string& pem, std::string_view marker, const std::string& what) const {
     if (pem.find("-----BEGIN ") == std::string::npos || pem.find(marker) == std::string::npos)
-      fail(what + " does not contain a PEM " + std::string(marker == "CERTIFICATE-----" ? "certificate" : "private key"));
+      fail(what + " does not contain a PEM " +
+           std::string(marker == "CERTIFICATE-----" ? "certificate" : "private key"));
   }
 
-  void warn_unsupported(const YAML::Node& map, const std::string& where, std::initializer_list<const char*> keys) const {
+  void warn_unsupported(const YAML::Node& map, const std::string& where,
+                        std::initializer_list<const char*> keys) const {
     for (const char* key : keys) {
       const YAML::Node value = map[key];
       if (value.IsDefined() && !value.IsNull())

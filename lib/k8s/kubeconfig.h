@@ -17,13 +17,13 @@ namespace manifold::k8s {
 
 /// Everything needed to reach and authenticate to one API server.
 struct ClusterAuth {
-  std::string server;                    ///< "https://host:port[/prefix]", validated
-  std::string ca_pem;                    ///< trust anchor(s), PEM; empty when none was configured
-  bool insecure_skip_tls_verify = false; ///< never together with ca_pem
-  std::string client_cert_pem;           ///< client certificate chain, PEM (empty: none)
-  std::string client_key_pem;            ///< its private key, PEM (empty: none)
-  std::string token;                     ///< static bearer token (empty: none)
-  std::string token_file;                ///< absolute or cwd-relative path, read at first use; wins over token
+  std::string server;                     ///< "https://host:port[/prefix]", validated
+  std::string ca_pem;                     ///< trust anchor(s), PEM; empty when none was configured
+  bool insecure_skip_tls_verify = false;  ///< never together with ca_pem
+  std::string client_cert_pem;            ///< client certificate chain, PEM (empty: none)
+  std::string client_key_pem;             ///< its private key, PEM (empty: none)
+  std::string token;                      ///< static bearer token (empty: none)
+  std::string token_file;                 ///< absolute or cwd-relative path, read at first use; wins over token
 };
 
 /// The service-account directory mounted into every pod.

@@ -126,8 +126,10 @@ void check_selection_scoping(const std::vector<SelectionElement>& elements, cons
     for (const char* key : {"mesh", "sourceRouting"}) {
       auto it = args.find(key);
       if (it == args.end() || it->is_null()) continue;
-      if (!it->is_object()) add(out, json_path_key(base, key), "must be an object");
-      else if (scoping) scoping(key, *it, json_path_key(base, key), out);
+      if (!it->is_object())
+        add(out, json_path_key(base, key), "must be an object");
+      else if (scoping)
+        scoping(key, *it, json_path_key(base, key), out);
     }
   }
 }
@@ -162,8 +164,8 @@ std::vector<Json> load_manifests(std::string_view text) {
       docs.push_back(yaml_to_json(node, 0));
     }
   } catch (const YAML::Exception& e) {
-    throw cni::CniError(cni::ErrorCode::Decoding, "not valid YAML or JSON: " + e.msg + " at line " +
-                                                      std::to_string(e.mark.line + 1));
+    throw cni::CniError(cni::ErrorCode::Decoding,
+                        "not valid YAML or JSON: " + e.msg + " at line " + std::to_string(e.mark.line + 1));
   }
   return docs;
 }
@@ -173,7 +175,8 @@ void validate_nad(const Json& nad, Problems& out, const cni::ScopingChecker& sco
     add(out, "$", "must be an object");
     return;
   }
-  if (string_at(nad, {"apiVersion"}) != "k8s.cni.cncf.io/v1") add(out, "$.apiVersion", "must be \"k8s.cni.cncf.io/v1\"");
+  if (string_at(nad, {"apiVersion"}) != "k8s.cni.cncf.io/v1")
+    add(out, "$.apiVersion", "must be \"k8s.cni.cncf.io/v1\"");
   if (string_at(nad, {"kind"}) != "NetworkAttachmentDefinition")
     add(out, "$.kind", "must be \"NetworkAttachmentDefinition\"");
   size_t before = out.size();
@@ -212,8 +215,8 @@ void validate_nad(const Json& nad, Problems& out, const cni::ScopingChecker& sco
   }
   cni::validate_network_config(conf, "$.spec.config", out, scoping);
   if (!conf.contains("name")) add(out, "$.spec.config.name", "is not set; the NAD name is used", true);
-  bool found_errors = std::any_of(out.begin() + static_cast<long>(before), out.end(),
-                                  [](const cni::Problem& p) { return !p.warning; });
+  bool found_errors =
+      std::any_of(out.begin() + static_cast<long>(before), out.end(), [](const cni::Problem& p) { return !p.warning; });
   if (found_errors) return;
   // Cross-check with the ADD path's own reading of the object.
   try {
@@ -278,7 +281,8 @@ std::vector<ManifestReport> validate_manifest_text(std::string_view text, bool n
       add(r.problems, "$.kind", "must be \"NetworkAttachmentDefinition\" (got \"" + kind + "\")");
     } else if (kind == "Pod") {
       check_metadata(doc, r.problems, false);
-      if (const Json* meta = find_path(doc, {"metadata"})) validate_pod_annotations(*meta, "$.metadata", ns, r.problems, scoping);
+      if (const Json* meta = find_path(doc, {"metadata"}))
+        validate_pod_annotations(*meta, "$.metadata", ns, r.problems, scoping);
     } else if (kind == "Deployment" || kind == "StatefulSet" || kind == "DaemonSet" || kind == "ReplicaSet" ||
                kind == "Job") {
       if (const Json* meta = find_path(doc, {"spec", "template", "metadata"}))

@@ -15,7 +15,8 @@ namespace {
 constexpr int kMaxConfigDepth = 64;
 
 [[noreturn]] void fail(const std::string& nad, const std::string& what) {
-  throw cni::CniError(cni::ErrorCode::InvalidConfig, util::sanitize_utf8("NetworkAttachmentDefinition " + nad + ": " + what));
+  throw cni::CniError(cni::ErrorCode::InvalidConfig,
+                      util::sanitize_utf8("NetworkAttachmentDefinition " + nad + ": " + what));
 }
 
 /// metadata.<key> as a string, or "" when absent / not a string.

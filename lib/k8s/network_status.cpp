@@ -18,8 +18,7 @@ namespace {
 // ---- device-info decoding ---------------------------------------------------------------------
 
 bool key_matches(std::string_view key, std::string_view field) {
-  return key.size() == field.size() &&
-         std::equal(key.begin(), key.end(), field.begin(), [](char a, char b) {
+  return key.size() == field.size() && std::equal(key.begin(), key.end(), field.begin(), [](char a, char b) {
            return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
          });
 }
@@ -100,8 +99,8 @@ struct Entry {
 };
 
 bool is_reserved_key(const std::string& key) {
-  static const std::array<const char*, 9> kKeys = {"name", "interface", "ips",         "mac",    "mtu",
-                                                    "default", "dns",   "device-info", "gateway"};
+  static const std::array<const char*, 9> kKeys = {"name",    "interface", "ips",         "mac",    "mtu",
+                                                   "default", "dns",       "device-info", "gateway"};
   return std::any_of(kKeys.begin(), kKeys.end(), [&](const char* k) { return key == k; });
 }
 
@@ -164,8 +163,7 @@ std::vector<Entry> entries_for(const StatusInput& in) {
     e.interface = iface.name;
     e.mac = iface.mac;
     e.mtu = iface.mtu;
-    if (in.is_default && !default_set &&
-        (static_cast<int>(i) == gateway_index || gateway_index == -1)) {
+    if (in.is_default && !default_set && (static_cast<int>(i) == gateway_index || gateway_index == -1)) {
       e.is_default = true;
       default_set = true;
     }
@@ -211,7 +209,6 @@ std::vector<std::string> installed_default_gateways(const std::vector<StatusRout
   }
   return out;
 }
-
 
 std::string render_network_status(const std::vector<StatusInput>& attachments) {
   std::string out = "[";

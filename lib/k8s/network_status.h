@@ -50,15 +50,15 @@ struct StatusDns {
 
 /// Everything the status needs about one attachment, in attachment order.
 struct StatusInput {
-  std::string name;          ///< "ns/name" for NADs, the CNI "name" otherwise
-  bool is_default = false;   ///< the cluster-wide default network (NPWG §5.3.5)
+  std::string name;         ///< "ns/name" for NADs, the CNI "name" otherwise
+  bool is_default = false;  ///< the cluster-wide default network (NPWG §5.3.5)
   std::vector<StatusInterface> interfaces;
   std::vector<StatusIp> ips;
   std::vector<std::string> gateways;  ///< default-route gateways actually installed
   StatusDns dns;
-  Json device_info;          ///< content of the device-info file, null when none
+  Json device_info;              ///< content of the device-info file, null when none
   std::string ifname_requested;  ///< CNI_IFNAME given to the delegate; informational, not rendered
-  Json extra_fields;         ///< object of fields appended after "gateway" on every entry, or null
+  Json extra_fields;             ///< object of fields appended after "gateway" on every entry, or null
 };
 
 /// Renders the annotation value for all attachments. Entries follow Multus's computation: field

@@ -9,8 +9,8 @@ namespace manifold::k8s {
 namespace {
 
 [[noreturn]] void fail(const std::string& ns, const std::string& name, const std::string& what) {
-  throw cni::CniError(cni::ErrorCode::Decoding,
-                      util::sanitize_utf8("Kubernetes API answer for pod " + ns + "/" + name + " is malformed: " + what));
+  throw cni::CniError(cni::ErrorCode::Decoding, util::sanitize_utf8("Kubernetes API answer for pod " + ns + "/" + name +
+                                                                    " is malformed: " + what));
 }
 
 std::string shown_key(const std::string& key) {
@@ -38,8 +38,9 @@ void validate_pod_object(const Json& pod, const std::string& ns, const std::stri
   if (!pod.is_object()) fail(ns, name, std::string("the pod is a JSON ") + pod.type_name() + ", not an object");
   auto meta = pod.find("metadata");
   if (meta == pod.end() || !meta->is_object())
-    fail(ns, name, meta == pod.end() ? std::string("metadata is missing")
-                                     : std::string("metadata is a JSON ") + meta->type_name() + ", not an object");
+    fail(ns, name,
+         meta == pod.end() ? std::string("metadata is missing")
+                           : std::string("metadata is a JSON ") + meta->type_name() + ", not an object");
   for (const char* key : {"name", "namespace", "uid", "resourceVersion"}) check_string(*meta, key, ns, name);
   check_equal(*meta, "name", name, ns, name);
   check_equal(*meta, "namespace", ns, ns, name);

@@ -56,9 +56,7 @@ milliseconds backoff_delay(const RetryPolicy& policy, int attempt, double jitter
 RetryBudget::RetryBudget(const RetryPolicy& policy, util::Clock& clock, JitterSource& jitter)
     : policy_(policy), clock_(clock), jitter_(jitter), start_(clock.now()) {}
 
-milliseconds RetryBudget::elapsed() const {
-  return std::chrono::duration_cast<milliseconds>(clock_.now() - start_);
-}
+milliseconds RetryBudget::elapsed() const { return std::chrono::duration_cast<milliseconds>(clock_.now() - start_); }
 
 milliseconds RetryBudget::remaining() const { return policy_.total_deadline - elapsed(); }
 
@@ -72,9 +70,8 @@ std::optional<milliseconds> RetryBudget::begin_attempt() {
 
 std::optional<milliseconds> RetryBudget::wait_before_retry(std::optional<milliseconds> retry_after) {
   if (attempts_ >= policy_.max_attempts) return std::nullopt;
-  milliseconds wait = (retry_after && retry_after->count() > 0)
-                          ? *retry_after
-                          : backoff_delay(policy_, attempts_, jitter_.next());
+  milliseconds wait =
+      (retry_after && retry_after->count() > 0) ? *retry_after : backoff_delay(policy_, attempts_, jitter_.next());
   // Never sleep into the deadline: an attempt after it could not run anyway.
   if (wait >= remaining()) return std::nullopt;
   return wait;

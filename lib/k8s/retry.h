@@ -17,11 +17,11 @@ using std::chrono::milliseconds;
 
 /// Bounds of one logical API call (all its attempts).
 struct RetryPolicy {
-  int max_attempts = 5;                   ///< attempts in total, including the first (≥ 1)
-  milliseconds initial_backoff{100};      ///< wait before the second attempt (before jitter)
-  milliseconds max_backoff{2000};         ///< the exponential backoff never waits longer
-  milliseconds request_timeout{5000};     ///< bound of each attempt (connect + TLS + write + read)
-  milliseconds total_deadline{15000};     ///< bound of all attempts and waits together
+  int max_attempts = 5;                ///< attempts in total, including the first (≥ 1)
+  milliseconds initial_backoff{100};   ///< wait before the second attempt (before jitter)
+  milliseconds max_backoff{2000};      ///< the exponential backoff never waits longer
+  milliseconds request_timeout{5000};  ///< bound of each attempt (connect + TLS + write + read)
+  milliseconds total_deadline{15000};  ///< bound of all attempts and waits together
 };
 
 /// Source of jitter fractions.

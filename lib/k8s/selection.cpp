@@ -42,19 +42,19 @@ SelectionElement parse_comma_item(std::string_view item, std::size_t index) {
       fail(std::string(kObjectNamePrefix) +
            "Failed to parse: one or more items did not match comma-delimited format (must consist of "
            "lower case alphanumeric characters). Must start and end with an alphanumeric character), "
-           "mismatch @ '" + shown(part) + "'");
+           "mismatch @ '" +
+           shown(part) + "'");
     }
   }
-  if (!ifname.empty() &&
-      (ifname.size() > 15 || ifname.find_first_of(" \t\n\v\f\r/") != std::string_view::npos)) {
+  if (!ifname.empty() && (ifname.size() > 15 || ifname.find_first_of(" \t\n\v\f\r/") != std::string_view::npos)) {
     fail(std::string(kObjectNamePrefix) +
          "Failed to parse interface name: must be less than 15 chars and not contain '/' or spaces. "
-         "interface name '" + shown(ifname) + "'");
+         "interface name '" +
+         shown(ifname) + "'");
   }
   // manifold's own checks.
   if (name.empty()) {
-    fail(std::string(kAnnotationPrefix) + "item " + std::to_string(index + 1) +
-         " has an empty network name");
+    fail(std::string(kAnnotationPrefix) + "item " + std::to_string(index + 1) + " has an empty network name");
   }
   SelectionElement e;
   e.namespace_ = std::string(ns);
@@ -66,8 +66,8 @@ SelectionElement parse_comma_item(std::string_view item, std::size_t index) {
 std::vector<SelectionElement> parse_comma_form(std::string_view value) {
   std::size_t items = std::count(value.begin(), value.end(), ',') + 1;
   if (items > kMaxSelectionElements) {
-    fail(std::string(kAnnotationPrefix) + "too many networks (" + std::to_string(items) +
-         " items, at most " + std::to_string(kMaxSelectionElements) + " allowed)");
+    fail(std::string(kAnnotationPrefix) + "too many networks (" + std::to_string(items) + " items, at most " +
+         std::to_string(kMaxSelectionElements) + " allowed)");
   }
   std::vector<SelectionElement> out;
   out.reserve(items);
@@ -118,8 +118,7 @@ std::vector<SelectionElement> parse_selection(std::string_view value, const std:
 
 }  // namespace
 
-std::vector<SelectionElement> parse_networks_annotation(std::string_view value,
-                                                        const std::string& default_namespace) {
+std::vector<SelectionElement> parse_networks_annotation(std::string_view value, const std::string& default_namespace) {
   return parse_selection(value, default_namespace, kNetworksAnnotation);
 }
 

@@ -54,23 +54,21 @@ struct SelectionElement {
   bool has_default_route = false;          ///< the `default-route` key was present, even as []
   std::vector<PortMapping> port_mappings;
   std::optional<Bandwidth> bandwidth;
-  Json cni_args;                           ///< object, or null when absent
+  Json cni_args;  ///< object, or null when absent
   std::string infiniband_guid;
-  std::string ipam_claim_reference;        ///< parsed and kept; Multus ignores it
-  std::string device_id;                   ///< Multus-specific `deviceID`
+  std::string ipam_claim_reference;  ///< parsed and kept; Multus ignores it
+  std::string device_id;             ///< Multus-specific `deviceID`
 };
 
 /// Parses `k8s.v1.cni.cncf.io/networks`. The JSON list form is used when the value contains any of
 /// `[`, `{`, `"`, the comma form otherwise (as Multus). Empty namespaces become `default_namespace`.
 /// An empty or all-whitespace value yields an empty list. Throws CniError(InvalidConfig) with
 /// Multus's messages for its checks and clear messages for manifold's stricter ones.
-std::vector<SelectionElement> parse_networks_annotation(std::string_view value,
-                                                        const std::string& default_namespace);
+std::vector<SelectionElement> parse_networks_annotation(std::string_view value, const std::string& default_namespace);
 
 /// Parses `v1.multus-cni.io/default-network`: same syntax, default namespace = `multus_namespace`,
 /// exactly one element. Throws CniError(InvalidConfig) otherwise (also for an empty value).
-SelectionElement parse_default_network_annotation(std::string_view value,
-                                                  const std::string& multus_namespace);
+SelectionElement parse_default_network_annotation(std::string_view value, const std::string& multus_namespace);
 
 /// The runtimeConfig keys the element requests: `portMappings`, `bandwidth`, `ips`, `mac`,
 /// `infinibandGUID`, `deviceID` (only those given). Always an object, possibly empty.

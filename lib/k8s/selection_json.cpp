@@ -13,15 +13,13 @@ namespace {
 
 /// Go's encoding/json field matching: exact, else ASCII case-insensitive.
 bool key_matches(std::string_view key, std::string_view field) {
-  return key.size() == field.size() &&
-         std::equal(key.begin(), key.end(), field.begin(), [](char a, char b) {
+  return key.size() == field.size() && std::equal(key.begin(), key.end(), field.begin(), [](char a, char b) {
            return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
          });
 }
 
 [[noreturn]] void fail_field(std::size_t index, std::string_view field, const std::string& what) {
-  fail(std::string(kJsonPrefix) + "element " + std::to_string(index + 1) + ": \"" + std::string(field) +
-       "\" " + what);
+  fail(std::string(kJsonPrefix) + "element " + std::to_string(index + 1) + ": \"" + std::string(field) + "\" " + what);
 }
 
 std::string decode_string(const Json& v, std::size_t index, std::string_view field) {
@@ -62,10 +60,14 @@ PortMapping decode_port_mapping(const Json& v, std::size_t index) {
   PortMapping pm;
   Json host_port, container_port;
   for (const auto& [key, value] : v.items()) {
-    if (key_matches(key, "hostPort")) host_port = value;
-    else if (key_matches(key, "containerPort")) container_port = value;
-    else if (key_matches(key, "protocol")) pm.protocol = decode_string(value, index, "portMappings.protocol");
-    else if (key_matches(key, "hostIP")) pm.host_ip = decode_string(value, index, "portMappings.hostIP");
+    if (key_matches(key, "hostPort"))
+      host_port = value;
+    else if (key_matches(key, "containerPort"))
+      container_port = value;
+    else if (key_matches(key, "protocol"))
+      pm.protocol = decode_string(value, index, "portMappings.protocol");
+    else if (key_matches(key, "hostIP"))
+      pm.host_ip = decode_string(value, index, "portMappings.hostIP");
   }
   pm.host_port = decode_port(host_port, index, "portMappings.hostPort");
   pm.container_port = decode_port(container_port, index, "portMappings.containerPort");
@@ -92,10 +94,14 @@ Bandwidth decode_bandwidth(const Json& v, std::size_t index) {
     return n;
   };
   for (const auto& [key, value] : v.items()) {
-    if (key_matches(key, "ingressRate")) bw.ingress_rate = field(value, "bandwidth.ingressRate");
-    else if (key_matches(key, "ingressBurst")) bw.ingress_burst = field(value, "bandwidth.ingressBurst");
-    else if (key_matches(key, "egressRate")) bw.egress_rate = field(value, "bandwidth.egressRate");
-    else if (key_matches(key, "egressBurst")) bw.egress_burst = field(value, "bandwidth.egressBurst");
+    if (key_matches(key, "ingressRate"))
+      bw.ingress_rate = field(value, "bandwidth.ingressRate");
+    else if (key_matches(key, "ingressBurst"))
+      bw.ingress_burst = field(value, "bandwidth.ingressBurst");
+    else if (key_matches(key, "egressRate"))
+      bw.egress_rate = field(value, "bandwidth.egressRate");
+    else if (key_matches(key, "egressBurst"))
+      bw.egress_burst = field(value, "bandwidth.egressBurst");
   }
   return bw;
 }
@@ -174,8 +180,8 @@ std::vector<SelectionElement> parse_json_form(std::string_view value) {
          doc.type_name());
   }
   if (doc.size() > kMaxSelectionElements) {
-    fail(std::string(kAnnotationPrefix) + "too many networks (" + std::to_string(doc.size()) +
-         " elements, at most " + std::to_string(kMaxSelectionElements) + " allowed)");
+    fail(std::string(kAnnotationPrefix) + "too many networks (" + std::to_string(doc.size()) + " elements, at most " +
+         std::to_string(kMaxSelectionElements) + " allowed)");
   }
   std::vector<SelectionElement> out;
   out.reserve(doc.size());
@@ -187,8 +193,8 @@ std::vector<SelectionElement> parse_json_form(std::string_view value) {
       fail(std::string(kAnnotationPrefix) + "failed to mac: address " + shown(e.mac) + ": invalid MAC address");
     }
     if (!e.infiniband_guid.empty() && !is_valid_hardware_address(e.infiniband_guid)) {
-      fail(std::string(kAnnotationPrefix) + "failed to validate infiniband GUID: address " +
-           shown(e.infiniband_guid) + ": invalid MAC address");
+      fail(std::string(kAnnotationPrefix) + "failed to validate infiniband GUID: address " + shown(e.infiniband_guid) +
+           ": invalid MAC address");
     }
     for (const std::string& ip : e.ips) {
       if (ip.find('/') != std::string::npos) {

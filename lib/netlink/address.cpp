@@ -17,8 +17,7 @@ std::string to_string(const AddressInfo& address) {
 std::vector<AddressInfo> list_addresses(NlSocket& sock, int ifindex) {
   CacheHandle cache = sock.dump(DumpKind::Addresses, AF_UNSPEC);
   std::vector<AddressInfo> out;
-  for (nl_object* obj = nl_cache_get_first(cache.get()); obj != nullptr;
-       obj = nl_cache_get_next(obj)) {
+  for (nl_object* obj = nl_cache_get_first(cache.get()); obj != nullptr; obj = nl_cache_get_next(obj)) {
     auto* addr = reinterpret_cast<rtnl_addr*>(obj);
     const int family = rtnl_addr_get_family(addr);
     const int index = rtnl_addr_get_ifindex(addr);
@@ -29,8 +28,7 @@ std::vector<AddressInfo> list_addresses(NlSocket& sock, int ifindex) {
         detail::prefix_from_bytes(family, nl_addr_get_binary_addr(local), nl_addr_get_len(local),
                                   static_cast<int>(rtnl_addr_get_prefixlen(addr)));
     if (!prefix || nl_addr_get_len(local) == 0) {
-      util::log_debug("netlink: skipping malformed ", family_name(family), " address on ifindex ",
-                      index);
+      util::log_debug("netlink: skipping malformed ", family_name(family), " address on ifindex ", index);
       continue;
     }
     out.push_back(AddressInfo{family, index, *prefix});

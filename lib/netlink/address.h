@@ -14,8 +14,8 @@ class NlSocket;
 
 /// One address configured on an interface.
 struct AddressInfo {
-  int family = 0;   ///< AF_INET or AF_INET6
-  int ifindex = 0;  ///< interface it is configured on
+  int family = 0;       ///< AF_INET or AF_INET6
+  int ifindex = 0;      ///< interface it is configured on
   util::IpPrefix cidr;  ///< local address with prefix length: 192.0.2.5/24, 2001:db8::5/64
 
   /// Field-wise equality.

@@ -30,8 +30,7 @@ NlAddrHandle default_nl_addr(int family) {
   return addr;
 }
 
-std::optional<util::IpPrefix> prefix_from_bytes(int family, const void* data, std::size_t size,
-                                                int length) {
+std::optional<util::IpPrefix> prefix_from_bytes(int family, const void* data, std::size_t size, int length) {
   if (!is_ip_family(family)) return std::nullopt;
   util::IpPrefix out;
   out.address.family = family == AF_INET ? 4 : 6;
@@ -46,8 +45,8 @@ std::optional<util::IpPrefix> prefix_from_bytes(int family, const void* data, st
 
 std::optional<util::IpPrefix> from_nl_addr(nl_addr* addr) {
   if (addr == nullptr) return std::nullopt;
-  return prefix_from_bytes(nl_addr_get_family(addr), nl_addr_get_binary_addr(addr),
-                           nl_addr_get_len(addr), static_cast<int>(nl_addr_get_prefixlen(addr)));
+  return prefix_from_bytes(nl_addr_get_family(addr), nl_addr_get_binary_addr(addr), nl_addr_get_len(addr),
+                           static_cast<int>(nl_addr_get_prefixlen(addr)));
 }
 
 int family_to_json(int family) { return family == AF_INET6 ? 6 : 4; }
@@ -64,14 +63,13 @@ int json_int(const Json& json, std::string_view what, const char* key, long long
   }
   const long long value = it->get<long long>();
   if (value < lo || value > hi) {
-    throw CniError(ErrorCode::Decoding, std::string(what) + ": \"" + key + "\" out of range (" +
-                                            std::to_string(value) + ")");
+    throw CniError(ErrorCode::Decoding,
+                   std::string(what) + ": \"" + key + "\" out of range (" + std::to_string(value) + ")");
   }
   return static_cast<int>(value);
 }
 
-std::string json_string(const Json& json, std::string_view what, const char* key,
-                        std::size_t max_size) {
+std::string json_string(const Json& json, std::string_view what, const char* key, std::size_t max_size) {
   const auto it = json.find(key);
   if (it == json.end()) return {};
   if (!it->is_string()) {
@@ -84,8 +82,7 @@ std::string json_string(const Json& json, std::string_view what, const char* key
   return value;
 }
 
-std::optional<util::IpPrefix> json_prefix(const Json& json, std::string_view what,
-                                          const char* key) {
+std::optional<util::IpPrefix> json_prefix(const Json& json, std::string_view what, const char* key) {
   const std::string text = json_string(json, what, key, 64);
   if (text.empty()) return std::nullopt;
   std::optional<util::IpPrefix> prefix = util::parse_ip_or_cidr(text);
@@ -95,14 +92,12 @@ std::optional<util::IpPrefix> json_prefix(const Json& json, std::string_view wha
   return prefix;
 }
 
-std::optional<util::IpAddress> json_address(const Json& json, std::string_view what,
-                                            const char* key) {
+std::optional<util::IpAddress> json_address(const Json& json, std::string_view what, const char* key) {
   const std::string text = json_string(json, what, key, 64);
   if (text.empty()) return std::nullopt;
   std::optional<util::IpAddress> ip = util::parse_ip(text);
   if (!ip) {
-    throw CniError(ErrorCode::Decoding,
-                   std::string(what) + ": \"" + key + "\" is not an IP address");
+    throw CniError(ErrorCode::Decoding, std::string(what) + ": \"" + key + "\" is not an IP address");
   }
   return ip;
 }

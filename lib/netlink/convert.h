@@ -27,8 +27,7 @@ NlAddrHandle default_nl_addr(int family);
 /// Builds a prefix from raw bytes as libnl or the kernel report them: `family` AF_INET/AF_INET6,
 /// `size` 4/16 (or 0: the all-zero address, how libnl represents "default"), `length` in range for
 /// the family. nullopt when the family or the sizes do not fit.
-std::optional<util::IpPrefix> prefix_from_bytes(int family, const void* data, std::size_t size,
-                                                int length);
+std::optional<util::IpPrefix> prefix_from_bytes(int family, const void* data, std::size_t size, int length);
 
 /// The value of a libnl address of an IP family; a zero-length address gives the all-zero address.
 /// nullopt for other families or malformed sizes.
@@ -44,16 +43,14 @@ int json_int(const Json& json, std::string_view what, const char* key, long long
 
 /// Reads `json[key]` as a string of at most `max_size` bytes; "" when absent. Throws
 /// CniError(Decoding).
-std::string json_string(const Json& json, std::string_view what, const char* key,
-                        std::size_t max_size);
+std::string json_string(const Json& json, std::string_view what, const char* key, std::size_t max_size);
 
 /// Reads `json[key]` as an IP prefix ("address/length", or a bare address meaning its host
 /// prefix); nullopt when absent or "". Throws CniError(Decoding) for anything else.
 std::optional<util::IpPrefix> json_prefix(const Json& json, std::string_view what, const char* key);
 
 /// Reads `json[key]` as a bare IP address; nullopt when absent or "". Throws CniError(Decoding).
-std::optional<util::IpAddress> json_address(const Json& json, std::string_view what,
-                                            const char* key);
+std::optional<util::IpAddress> json_address(const Json& json, std::string_view what, const char* key);
 
 /// Reads "family" (4 or 6) and returns AF_INET / AF_INET6. Throws CniError(Decoding).
 int json_family(const Json& json, std::string_view what);

@@ -8,9 +8,7 @@
 
 namespace manifold::netlink {
 
-std::string_view to_string(AddOutcome outcome) noexcept {
-  return outcome == AddOutcome::Added ? "added" : "exists";
-}
+std::string_view to_string(AddOutcome outcome) noexcept { return outcome == AddOutcome::Added ? "added" : "exists"; }
 
 std::string_view to_string(DeleteOutcome outcome) noexcept {
   return outcome == DeleteOutcome::Deleted ? "deleted" : "not found";
@@ -25,8 +23,8 @@ bool is_not_found_error(int nl_error) noexcept {
 
 std::string nl_error_text(int nl_error) { return nl_geterror(nl_error); }
 
-cni::CniError netlink_error(std::string_view operation, std::string_view object, int nl_error,
-                            std::string_view context, int kernel_errno) {
+cni::CniError netlink_error(std::string_view operation, std::string_view object, int nl_error, std::string_view context,
+                            int kernel_errno) {
   std::string msg = "netlink: ";
   msg += operation;
   if (!object.empty()) {

@@ -45,25 +45,19 @@ int FakeNetnsState::add_link(const std::string& name, const std::string& kind, b
   validate_ifname(name);
   int index = 1;
   for (const LinkInfo& link : links) {
-    if (link.name == name)
-      throw CniError(ErrorCode::InvalidConfig, "fake netns: link " + name + " already exists");
+    if (link.name == name) throw CniError(ErrorCode::InvalidConfig, "fake netns: link " + name + " already exists");
     index = std::max(index, link.index + 1);
   }
-  const unsigned char mac[6] = {0x02,
-                                0x00,
-                                0x00,
-                                0x00,
-                                static_cast<unsigned char>(index >> 8),
-                                static_cast<unsigned char>(index)};
+  const unsigned char mac[6] = {
+      0x02, 0x00, 0x00, 0x00, static_cast<unsigned char>(index >> 8), static_cast<unsigned char>(index)};
   links.push_back(LinkInfo{index, name, format_mac(mac, sizeof mac), 1500, up, kind});
   return index;
 }
 
 void FakeNetnsState::add_address(int ifindex, const std::string& cidr) {
-  const bool link_exists = std::any_of(links.begin(), links.end(),
-                                       [&](const LinkInfo& l) { return l.index == ifindex; });
-  if (!link_exists)
-    throw CniError(ErrorCode::InvalidConfig, "fake netns: no link #" + std::to_string(ifindex));
+  const bool link_exists =
+      std::any_of(links.begin(), links.end(), [&](const LinkInfo& l) { return l.index == ifindex; });
+  if (!link_exists) throw CniError(ErrorCode::InvalidConfig, "fake netns: no link #" + std::to_string(ifindex));
   const std::optional<util::IpPrefix> prefix = util::parse_ip_or_cidr(cidr);
   if (!prefix) throw CniError(ErrorCode::InvalidConfig, "fake netns: invalid address " + cidr);
   const int family = family_of(prefix->address);
@@ -86,8 +80,7 @@ void FakeNetnsState::add_address(int ifindex, const std::string& cidr) {
 }
 
 void FakeNetnsState::remove_link(const std::string& name) {
-  const auto it =
-      std::find_if(links.begin(), links.end(), [&](const LinkInfo& l) { return l.name == name; });
+  const auto it = std::find_if(links.begin(), links.end(), [&](const LinkInfo& l) { return l.name == name; });
   if (it == links.end()) return;
   const int index = it->index;
   links.erase(it);
@@ -112,8 +105,7 @@ void FakeNetOps::maybe_fail(FakeOp op, const std::string& operation, const std::
   fail(operation, object, err);
 }
 
-void FakeNetOps::fail(const std::string& operation, const std::string& object, int nl_error,
-                      int kernel_errno) const {
+void FakeNetOps::fail(const std::string& operation, const std::string& object, int nl_error, int kernel_errno) const {
   throw netlink_error(operation, object, nl_error, "netns " + netns_path_, kernel_errno);
 }
 
@@ -178,8 +170,7 @@ AddOutcome FakeNetOps::do_add_route(const RouteSpec& route) {
       if (a.ifindex == ifindex && a.cidr.contains(*gw)) return true;
     }
     for (const RouteSpec& r : state_->routes) {
-      if (r.ifindex == ifindex && !r.gw && r.table == kMainTable && r.dst && r.dst->contains(*gw))
-        return true;
+      if (r.ifindex == ifindex && !r.gw && r.table == kMainTable && r.dst && r.dst->contains(*gw)) return true;
     }
     return false;
   };
@@ -215,9 +206,8 @@ AddOutcome FakeNetOps::do_add_route(const RouteSpec& route) {
 
 DeleteOutcome FakeNetOps::do_delete_route(const RouteSpec& route) {
   maybe_fail(FakeOp::DeleteRoute, "delete route", to_string(route));
-  const auto it =
-      std::find_if(state_->routes.begin(), state_->routes.end(),
-                   [&](const RouteSpec& candidate) { return route_matches(route, candidate); });
+  const auto it = std::find_if(state_->routes.begin(), state_->routes.end(),
+                               [&](const RouteSpec& candidate) { return route_matches(route, candidate); });
   if (it == state_->routes.end()) return DeleteOutcome::NotFound;
   state_->journal.push_back("delete route " + to_string(*it));
   state_->routes.erase(it);
@@ -250,9 +240,8 @@ AddOutcome FakeNetOps::do_add_rule(const RuleSpec& rule) {
   for (const RuleSpec& existing : state_->rules) {
     if (same_rule_identity(existing, added)) return AddOutcome::Exists;
   }
-  const auto pos = std::upper_bound(
-      state_->rules.begin(), state_->rules.end(), added,
-      [](const RuleSpec& a, const RuleSpec& b) { return a.priority < b.priority; });
+  const auto pos = std::upper_bound(state_->rules.begin(), state_->rules.end(), added,
+                                    [](const RuleSpec& a, const RuleSpec& b) { return a.priority < b.priority; });
   state_->rules.insert(pos, added);
   state_->journal.push_back("add rule " + to_string(added));
   return AddOutcome::Added;
@@ -260,9 +249,8 @@ AddOutcome FakeNetOps::do_add_rule(const RuleSpec& rule) {
 
 DeleteOutcome FakeNetOps::do_delete_rule(const RuleSpec& rule) {
   maybe_fail(FakeOp::DeleteRule, "delete rule", to_string(rule));
-  const auto it =
-      std::find_if(state_->rules.begin(), state_->rules.end(),
-                   [&](const RuleSpec& candidate) { return rule_matches(rule, candidate); });
+  const auto it = std::find_if(state_->rules.begin(), state_->rules.end(),
+                               [&](const RuleSpec& candidate) { return rule_matches(rule, candidate); });
   if (it == state_->rules.end()) return DeleteOutcome::NotFound;
   state_->journal.push_back("delete rule " + to_string(*it));
   state_->rules.erase(it);

@@ -18,8 +18,7 @@ LinkInfo to_link_info(rtnl_link* link) {
   out.index = rtnl_link_get_ifindex(link);
   if (const char* name = rtnl_link_get_name(link)) out.name = name;
   if (nl_addr* addr = rtnl_link_get_addr(link)) {
-    out.mac = format_mac(static_cast<const unsigned char*>(nl_addr_get_binary_addr(addr)),
-                         nl_addr_get_len(addr));
+    out.mac = format_mac(static_cast<const unsigned char*>(nl_addr_get_binary_addr(addr)), nl_addr_get_len(addr));
   }
   out.mtu = static_cast<int>(rtnl_link_get_mtu(link));
   out.up = (rtnl_link_get_flags(link) & IFF_UP) != 0;
@@ -44,9 +43,9 @@ void validate_ifname(std::string_view name) {
   for (char& c : shown) {
     if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
   }
-  throw cni::CniError(cni::ErrorCode::InvalidConfig,
-                      "invalid interface name \"" + shown +
-                          "\": must be 1-15 characters of [A-Za-z0-9_.-] and not \".\" or \"..\"");
+  throw cni::CniError(
+      cni::ErrorCode::InvalidConfig,
+      "invalid interface name \"" + shown + "\": must be 1-15 characters of [A-Za-z0-9_.-] and not \".\" or \"..\"");
 }
 
 std::string format_mac(const unsigned char* bytes, std::size_t size) {
@@ -64,12 +63,10 @@ std::string format_mac(const unsigned char* bytes, std::size_t size) {
 std::vector<LinkInfo> list_links(NlSocket& sock) {
   CacheHandle cache = sock.dump(DumpKind::Links, AF_UNSPEC);
   std::vector<LinkInfo> out;
-  for (nl_object* obj = nl_cache_get_first(cache.get()); obj != nullptr;
-       obj = nl_cache_get_next(obj)) {
+  for (nl_object* obj = nl_cache_get_first(cache.get()); obj != nullptr; obj = nl_cache_get_next(obj)) {
     out.push_back(to_link_info(reinterpret_cast<rtnl_link*>(obj)));
   }
-  std::sort(out.begin(), out.end(),
-            [](const LinkInfo& a, const LinkInfo& b) { return a.index < b.index; });
+  std::sort(out.begin(), out.end(), [](const LinkInfo& a, const LinkInfo& b) { return a.index < b.index; });
   return out;
 }
 

@@ -70,8 +70,8 @@ class NetOps {
   /// (0: delete all) and returns the routes deleted, as listed, so a caller can restore them.
   std::vector<RouteSpec> delete_default_routes(int family, int except_ifindex);
   /// Adds "default via `gw` dev `ifindex`" (gw nullopt = directly connected) to `table`.
-  [[nodiscard]] AddOutcome add_default_route(int family, const std::optional<util::IpAddress>& gw,
-                                             int ifindex, int table = kMainTable);
+  [[nodiscard]] AddOutcome add_default_route(int family, const std::optional<util::IpAddress>& gw, int ifindex,
+                                             int table = kMainTable);
 
  protected:
   /// Lists links (unordered is fine).

@@ -32,8 +32,8 @@ std::string errno_text(int err) { return std::strerror(err); }
 void validate_path_text(const std::string& path) {
   if (path.empty()) throw CniError(ErrorCode::InvalidEnv, "network namespace path is empty");
   if (path.size() >= PATH_MAX) {
-    throw CniError(ErrorCode::InvalidEnv, "network namespace path is too long (" +
-                                              std::to_string(path.size()) + " bytes)");
+    throw CniError(ErrorCode::InvalidEnv,
+                   "network namespace path is too long (" + std::to_string(path.size()) + " bytes)");
   }
   if (path.find('\0') != std::string::npos) {
     throw CniError(ErrorCode::InvalidEnv, "network namespace path contains a NUL byte");
@@ -48,21 +48,18 @@ void validate_netns_fd(int fd, const std::string& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int err = errno;
-    throw CniError(ErrorCode::InvalidEnv,
-                   "cannot stat network namespace " + path + ": " + errno_text(err));
+    throw CniError(ErrorCode::InvalidEnv, "cannot stat network namespace " + path + ": " + errno_text(err));
   }
   if (S_ISDIR(st.st_mode)) throw NotANetns(path, "it is a directory");
 
   struct statfs fs {};
   if (::fstatfs(fd, &fs) != 0) {
     const int err = errno;
-    throw CniError(ErrorCode::InvalidEnv,
-                   "cannot statfs network namespace " + path + ": " + errno_text(err));
+    throw CniError(ErrorCode::InvalidEnv, "cannot statfs network namespace " + path + ": " + errno_text(err));
   }
   // Namespace files live on nsfs (kernel >= 3.19) or, on older kernels, on procfs.
   const auto magic = static_cast<unsigned long>(fs.f_type);
-  if (magic != static_cast<unsigned long>(NSFS_MAGIC) &&
-      magic != static_cast<unsigned long>(PROC_SUPER_MAGIC)) {
+  if (magic != static_cast<unsigned long>(NSFS_MAGIC) && magic != static_cast<unsigned long>(PROC_SUPER_MAGIC)) {
     std::ostringstream why;
     why << "filesystem type 0x" << std::hex << magic << " is neither nsfs nor proc";
     throw NotANetns(path, why.str());
@@ -95,8 +92,7 @@ std::optional<NetnsFile> NetnsFile::open_if_exists(const std::string& path) {
     const int err = errno;
     // ENOTDIR: a path component is not a directory, so the path cannot exist either.
     if (err == ENOENT || err == ENOTDIR) return std::nullopt;
-    throw CniError(ErrorCode::InvalidEnv,
-                   "cannot open network namespace " + path + ": " + errno_text(err));
+    throw CniError(ErrorCode::InvalidEnv, "cannot open network namespace " + path + ": " + errno_text(err));
   }
   validate_netns_fd(fd.get(), path);
   return NetnsFile(std::move(fd), path);
@@ -113,8 +109,7 @@ NetnsFile NetnsFile::current() {
     err = fd.get() < 0 ? errno : 0;
   }
   if (fd.get() < 0) {
-    throw CniError(ErrorCode::InvalidEnv,
-                   "cannot open the current network namespace " + path + ": " + errno_text(err));
+    throw CniError(ErrorCode::InvalidEnv, "cannot open the current network namespace " + path + ": " + errno_text(err));
   }
   validate_netns_fd(fd.get(), path);
   return NetnsFile(std::move(fd), path);
@@ -130,16 +125,15 @@ bool NetnsFile::same_namespace(const NetnsFile& other) const {
 NetnsGuard::NetnsGuard(const NetnsFile& target) : original_(NetnsFile::current()) {
   if (::setns(target.fd(), CLONE_NEWNET) != 0) {
     const int err = errno;
-    throw CniError(ErrorCode::InvalidEnv,
-                   "cannot enter network namespace " + target.path() + ": " + errno_text(err));
+    throw CniError(ErrorCode::InvalidEnv, "cannot enter network namespace " + target.path() + ": " + errno_text(err));
   }
 }
 
 NetnsGuard::~NetnsGuard() {
   if (::setns(original_.fd(), CLONE_NEWNET) != 0) {
     const int err = errno;
-    util::log_error("cannot return to the original network namespace ", original_.path(), ": ",
-                    errno_text(err), "; aborting rather than continuing in the wrong namespace");
+    util::log_error("cannot return to the original network namespace ", original_.path(), ": ", errno_text(err),
+                    "; aborting rather than continuing in the wrong namespace");
     std::abort();
   }
 }

@@ -86,8 +86,8 @@ int retry_interrupted_dump(int max_attempts, const std::function<int()>& attempt
   for (int i = 0; i < max_attempts; ++i) {
     result = attempt();
     if (result != -NLE_DUMP_INTR) return result;
-    util::log_debug("netlink dump interrupted by a concurrent change (attempt ", i + 1, " of ",
-                    max_attempts, "), restarting");
+    util::log_debug("netlink dump interrupted by a concurrent change (attempt ", i + 1, " of ", max_attempts,
+                    "), restarting");
   }
   return result;
 }
@@ -112,8 +112,7 @@ CacheHandle NlSocket::dump(DumpKind kind, int family) {
   const std::string what = dump_name(kind);
   nl_cache* raw = nullptr;
   const int alloc_err = alloc_empty_cache(kind, family, &raw);
-  if (alloc_err < 0 || raw == nullptr)
-    fail("allocate cache for", what, alloc_err < 0 ? alloc_err : -NLE_NOMEM);
+  if (alloc_err < 0 || raw == nullptr) fail("allocate cache for", what, alloc_err < 0 ? alloc_err : -NLE_NOMEM);
   CacheHandle cache(raw);
 
   const int result = retry_interrupted_dump(kMaxDumpAttempts, [&]() {

@@ -24,13 +24,12 @@ using cni::ErrorCode;
 }
 
 // Checks that an address field holds an address of `family` (or derives it when family is 0).
-void check_address_family(const RouteSpec& route, const std::optional<util::IpAddress>& ip,
-                          const char* field, int& family) {
+void check_address_family(const RouteSpec& route, const std::optional<util::IpAddress>& ip, const char* field,
+                          int& family) {
   if (!ip) return;
   if (family == 0) family = family_of(*ip);
   if (family_of(*ip) != family) {
-    invalid(route, std::string(field) + " " + ip->str() + " is not an " + family_name(family) +
-                       " address");
+    invalid(route, std::string(field) + " " + ip->str() + " is not an " + family_name(family) + " address");
   }
 }
 
@@ -115,9 +114,7 @@ RouteHandle build_nl_route(const RouteSpec& r, bool for_delete) {
 
   NlAddrHandle dst = r.dst ? detail::to_nl_addr(*r.dst) : detail::default_nl_addr(r.family);
   int err = rtnl_route_set_dst(route.get(), dst.get());
-  if (err < 0)
-    throw CniError(ErrorCode::Internal,
-                   "netlink: cannot set route destination: " + nl_error_text(err));
+  if (err < 0) throw CniError(ErrorCode::Internal, "netlink: cannot set route destination: " + nl_error_text(err));
 
   if (r.scope != kScopeAuto) {
     rtnl_route_set_scope(route.get(), static_cast<uint8_t>(r.scope));
@@ -130,9 +127,7 @@ RouteHandle build_nl_route(const RouteSpec& r, bool for_delete) {
   if (r.prefsrc) {
     NlAddrHandle src = detail::to_nl_addr(*r.prefsrc);
     err = rtnl_route_set_pref_src(route.get(), src.get());
-    if (err < 0)
-      throw CniError(ErrorCode::Internal,
-                     "netlink: cannot set route source: " + nl_error_text(err));
+    if (err < 0) throw CniError(ErrorCode::Internal, "netlink: cannot set route source: " + nl_error_text(err));
   }
   if (r.gw || r.ifindex != 0) {
     NexthopHandle nh(rtnl_route_nh_alloc());
@@ -155,8 +150,7 @@ std::string to_string(const RouteSpec& route) {
   if (route.ifindex != 0) out += " dev #" + std::to_string(route.ifindex);
   if (route.table != kMainTable) out += " table " + std::to_string(route.table);
   if (route.protocol != kProtoUnspec) out += " proto " + proto_name(route.protocol);
-  if (route.scope != kScopeAuto && route.scope != kScopeUniverse)
-    out += " scope " + scope_name(route.scope);
+  if (route.scope != kScopeAuto && route.scope != kScopeUniverse) out += " scope " + scope_name(route.scope);
   if (route.prefsrc) out += " src " + route.prefsrc->str();
   if (route.priority != 0) out += " metric " + std::to_string(route.priority);
   return out;
@@ -164,26 +158,21 @@ std::string to_string(const RouteSpec& route) {
 
 RouteSpec normalize_route(const RouteSpec& route) {
   RouteSpec out = route;
-  if (out.family != 0 && !is_ip_family(out.family))
-    invalid(route, "unsupported address " + family_name(out.family));
+  if (out.family != 0 && !is_ip_family(out.family)) invalid(route, "unsupported address " + family_name(out.family));
   int family = out.family;
   if (const std::optional<util::IpPrefix>& dst = route.dst) {
     if (family == 0) family = family_of(dst->address);
-    if (family_of(dst->address) != family)
-      invalid(route, "destination is not an " + family_name(family) + " prefix");
-    if (!dst->is_masked())
-      invalid(route, "destination has host bits set (did you mean " + dst->network_str() + "?)");
+    if (family_of(dst->address) != family) invalid(route, "destination is not an " + family_name(family) + " prefix");
+    if (!dst->is_masked()) invalid(route, "destination has host bits set (did you mean " + dst->network_str() + "?)");
     if (dst->prefix_len == 0) out.dst.reset();
   }
   check_address_family(route, route.gw, "gateway", family);
   check_address_family(route, route.prefsrc, "prefsrc", family);
-  if (family == 0)
-    invalid(route, "the address family is unknown (no destination, gateway or source)");
+  if (family == 0) invalid(route, "the address family is unknown (no destination, gateway or source)");
   out.family = family;
   if (out.ifindex < 0) invalid(route, "negative ifindex");
   if (out.table < 1) invalid(route, "table must be 1..2147483647");
-  if (out.scope != kScopeAuto && (out.scope < 0 || out.scope > 254))
-    invalid(route, "scope must be 0..254");
+  if (out.scope != kScopeAuto && (out.scope < 0 || out.scope > 254)) invalid(route, "scope must be 0..254");
   if (out.protocol < 0 || out.protocol > 255) invalid(route, "protocol must be 0..255");
   if (out.priority < 0) invalid(route, "negative metric");
   return out;
@@ -202,8 +191,7 @@ RouteSpec route_as_added(const RouteSpec& route) {
 }
 
 bool route_matches(const RouteSpec& pattern, const RouteSpec& candidate) {
-  if (pattern.family != candidate.family || pattern.table != candidate.table ||
-      pattern.dst != candidate.dst) {
+  if (pattern.family != candidate.family || pattern.table != candidate.table || pattern.dst != candidate.dst) {
     return false;
   }
   if (pattern.gw && pattern.gw != candidate.gw) return false;
@@ -211,8 +199,7 @@ bool route_matches(const RouteSpec& pattern, const RouteSpec& candidate) {
   if (pattern.prefsrc && pattern.prefsrc != candidate.prefsrc) return false;
   if (pattern.protocol != kProtoUnspec && pattern.protocol != candidate.protocol) return false;
   if (pattern.priority != 0 && pattern.priority != candidate.priority) return false;
-  if (pattern.family == AF_INET && pattern.scope != kScopeAuto && pattern.scope != candidate.scope)
-    return false;
+  if (pattern.family == AF_INET && pattern.scope != kScopeAuto && pattern.scope != candidate.scope) return false;
   return true;
 }
 
@@ -256,20 +243,16 @@ RouteSpec route_from_json(const Json& json) {
 
 std::vector<RouteSpec> list_routes(NlSocket& sock, int family, int table) {
   if (family != AF_UNSPEC && !is_ip_family(family)) {
-    throw CniError(ErrorCode::InvalidConfig,
-                   "list routes: unsupported address " + family_name(family));
+    throw CniError(ErrorCode::InvalidConfig, "list routes: unsupported address " + family_name(family));
   }
-  if (table < 0)
-    throw CniError(ErrorCode::InvalidConfig, "list routes: invalid table " + std::to_string(table));
+  if (table < 0) throw CniError(ErrorCode::InvalidConfig, "list routes: invalid table " + std::to_string(table));
   std::vector<RouteSpec> out;
   for (int fam : {AF_INET, AF_INET6}) {
     if (family != AF_UNSPEC && family != fam) continue;
     CacheHandle cache = sock.dump(DumpKind::Routes, fam);
-    for (nl_object* obj = nl_cache_get_first(cache.get()); obj != nullptr;
-         obj = nl_cache_get_next(obj)) {
+    for (nl_object* obj = nl_cache_get_first(cache.get()); obj != nullptr; obj = nl_cache_get_next(obj)) {
       auto* route = reinterpret_cast<rtnl_route*>(obj);
-      if (table != kAllTables && rtnl_route_get_table(route) != static_cast<uint32_t>(table))
-        continue;
+      if (table != kAllTables && rtnl_route_get_table(route) != static_cast<uint32_t>(table)) continue;
       std::optional<RouteSpec> spec = from_nl_route(route);
       if (!spec) {
         util::log_debug("netlink: route in table ", rtnl_route_get_table(route),
@@ -286,8 +269,7 @@ AddOutcome add_route(NlSocket& sock, const RouteSpec& route) {
   const RouteSpec r = normalize_route(route);
   if (!r.gw && r.ifindex == 0) invalid(r, "a route needs a gateway or an interface");
   RouteHandle nl_route = build_nl_route(r, false);
-  const int err =
-      sock.request([&](nl_sock* s) { return rtnl_route_add(s, nl_route.get(), NLM_F_EXCL); });
+  const int err = sock.request([&](nl_sock* s) { return rtnl_route_add(s, nl_route.get(), NLM_F_EXCL); });
   if (err >= 0) return AddOutcome::Added;
   if (is_exists_error(err)) return AddOutcome::Exists;
   sock.fail("add route", to_string(r), err);
@@ -306,8 +288,7 @@ std::set<int> route_tables_in_use(NlSocket& sock) {
   std::set<int> out;
   for (int fam : {AF_INET, AF_INET6}) {
     CacheHandle cache = sock.dump(DumpKind::Routes, fam);
-    for (nl_object* obj = nl_cache_get_first(cache.get()); obj != nullptr;
-         obj = nl_cache_get_next(obj)) {
+    for (nl_object* obj = nl_cache_get_first(cache.get()); obj != nullptr; obj = nl_cache_get_next(obj)) {
       out.insert(static_cast<int>(rtnl_route_get_table(reinterpret_cast<rtnl_route*>(obj))));
     }
   }

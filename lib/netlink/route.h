@@ -54,15 +54,15 @@ inline constexpr int kIpv6DefaultMetric = 1024;
 
 /// One single-path unicast route.
 struct RouteSpec {
-  int family = 0;               ///< AF_INET / AF_INET6; 0 = derive from dst, gw or prefsrc
-  std::optional<util::IpPrefix> dst;   ///< destination network 10.1.0.0/16; nullopt = default
-  std::optional<util::IpAddress> gw;   ///< gateway address; nullopt = none (directly connected)
-  int ifindex = 0;              ///< output interface; 0 = none (resolved from gw by the kernel)
-  int table = kMainTable;       ///< routing table ID, 1..2^31-1
-  int scope = kScopeAuto;       ///< RT_SCOPE_* or kScopeAuto
-  int protocol = kProtoUnspec;  ///< RTPROT_* or kProtoUnspec
+  int family = 0;                          ///< AF_INET / AF_INET6; 0 = derive from dst, gw or prefsrc
+  std::optional<util::IpPrefix> dst;       ///< destination network 10.1.0.0/16; nullopt = default
+  std::optional<util::IpAddress> gw;       ///< gateway address; nullopt = none (directly connected)
+  int ifindex = 0;                         ///< output interface; 0 = none (resolved from gw by the kernel)
+  int table = kMainTable;                  ///< routing table ID, 1..2^31-1
+  int scope = kScopeAuto;                  ///< RT_SCOPE_* or kScopeAuto
+  int protocol = kProtoUnspec;             ///< RTPROT_* or kProtoUnspec
   std::optional<util::IpAddress> prefsrc;  ///< preferred source address; nullopt = none
-  int priority = 0;             ///< metric; 0 = kernel default on add (IPv6 1024), any on delete
+  int priority = 0;                        ///< metric; 0 = kernel default on add (IPv6 1024), any on delete
 
   /// Field-wise equality.
   friend bool operator==(const RouteSpec&, const RouteSpec&) = default;

@@ -26,8 +26,7 @@ using cni::ErrorCode;
 // True when the rule has a selector or action a RuleSpec cannot express.
 bool has_foreign_selectors(rtnl_rule* rule) {
   if (rtnl_rule_get_action(rule) != FR_ACT_TO_TBL || rtnl_rule_get_table(rule) == 0) return true;
-  if (nl_addr* dst = rtnl_rule_get_dst(rule); dst != nullptr && nl_addr_get_prefixlen(dst) != 0)
-    return true;
+  if (nl_addr* dst = rtnl_rule_get_dst(rule); dst != nullptr && nl_addr_get_prefixlen(dst) != 0) return true;
   if (rtnl_rule_get_iif(rule) != nullptr || rtnl_rule_get_oif(rule) != nullptr) return true;
   if (rtnl_rule_get_mark(rule) != 0 || rtnl_rule_get_dsfield(rule) != 0) return true;
   if (rtnl_rule_get_l3mdev(rule) > 0) return true;
@@ -35,8 +34,7 @@ bool has_foreign_selectors(rtnl_rule* rule) {
   uint16_t start = 0;
   uint16_t end = 0;
   if (rtnl_rule_get_ipproto(rule, &proto) == 0) return true;
-  if (rtnl_rule_get_sport(rule, &start, &end) == 0 || rtnl_rule_get_dport(rule, &start, &end) == 0)
-    return true;
+  if (rtnl_rule_get_sport(rule, &start, &end) == 0 || rtnl_rule_get_dport(rule, &start, &end) == 0) return true;
   return false;
 }
 
@@ -66,13 +64,11 @@ RuleHandle build_nl_rule(const RuleSpec& r) {
   rtnl_rule_set_family(rule.get(), r.family);
   rtnl_rule_set_action(rule.get(), FR_ACT_TO_TBL);
   rtnl_rule_set_table(rule.get(), static_cast<uint32_t>(r.table));
-  if (r.priority != kRulePriorityAuto)
-    rtnl_rule_set_prio(rule.get(), static_cast<uint32_t>(r.priority));
+  if (r.priority != kRulePriorityAuto) rtnl_rule_set_prio(rule.get(), static_cast<uint32_t>(r.priority));
   if (r.src) {
     NlAddrHandle src = detail::to_nl_addr(*r.src);
     const int err = rtnl_rule_set_src(rule.get(), src.get());  // takes its own reference
-    if (err < 0)
-      throw CniError(ErrorCode::Internal, "netlink: cannot set rule source: " + nl_error_text(err));
+    if (err < 0) throw CniError(ErrorCode::Internal, "netlink: cannot set rule source: " + nl_error_text(err));
   }
   return rule;
 }
@@ -90,14 +86,11 @@ std::string to_string(const RuleSpec& rule) {
 
 RuleSpec normalize_rule(const RuleSpec& rule) {
   RuleSpec out = rule;
-  if (out.family != 0 && !is_ip_family(out.family))
-    invalid(rule, "unsupported address " + family_name(out.family));
+  if (out.family != 0 && !is_ip_family(out.family)) invalid(rule, "unsupported address " + family_name(out.family));
   if (const std::optional<util::IpPrefix>& src = rule.src) {
     if (out.family == 0) out.family = family_of(src->address);
-    if (family_of(src->address) != out.family)
-      invalid(rule, "source is not an " + family_name(out.family) + " prefix");
-    if (!src->is_masked())
-      invalid(rule, "source has host bits set (did you mean " + src->network_str() + "?)");
+    if (family_of(src->address) != out.family) invalid(rule, "source is not an " + family_name(out.family) + " prefix");
+    if (!src->is_masked()) invalid(rule, "source has host bits set (did you mean " + src->network_str() + "?)");
     if (src->prefix_len == 0) out.src.reset();
   }
   if (out.family == 0) invalid(rule, "the address family is unknown (no source given)");
@@ -133,8 +126,7 @@ RuleSpec rule_from_json(const Json& json) {
   r.family = detail::json_family(json, what);
   r.src = detail::json_prefix(json, what, "src");
   r.table = detail::json_int(json, what, "table", 1, INT_MAX, std::nullopt);
-  r.priority =
-      detail::json_int(json, what, "priority", kRulePriorityAuto, INT_MAX, kRulePriorityAuto);
+  r.priority = detail::json_int(json, what, "priority", kRulePriorityAuto, INT_MAX, kRulePriorityAuto);
   try {
     return normalize_rule(r);
   } catch (const CniError& e) {
@@ -144,15 +136,13 @@ RuleSpec rule_from_json(const Json& json) {
 
 std::vector<RuleSpec> list_rules(NlSocket& sock, int family) {
   if (family != AF_UNSPEC && !is_ip_family(family)) {
-    throw CniError(ErrorCode::InvalidConfig,
-                   "list rules: unsupported address " + family_name(family));
+    throw CniError(ErrorCode::InvalidConfig, "list rules: unsupported address " + family_name(family));
   }
   std::vector<RuleSpec> out;
   for (int fam : {AF_INET, AF_INET6}) {
     if (family != AF_UNSPEC && family != fam) continue;
     CacheHandle cache = sock.dump(DumpKind::Rules, fam);
-    for (nl_object* obj = nl_cache_get_first(cache.get()); obj != nullptr;
-         obj = nl_cache_get_next(obj)) {
+    for (nl_object* obj = nl_cache_get_first(cache.get()); obj != nullptr; obj = nl_cache_get_next(obj)) {
       std::optional<RuleSpec> spec = from_nl_rule(reinterpret_cast<rtnl_rule*>(obj));
       if (spec) out.push_back(std::move(*spec));
     }
@@ -163,8 +153,7 @@ std::vector<RuleSpec> list_rules(NlSocket& sock, int family) {
 AddOutcome add_rule(NlSocket& sock, const RuleSpec& rule) {
   const RuleSpec r = normalize_rule(rule);
   RuleHandle nl_rule = build_nl_rule(r);
-  const int err =
-      sock.request([&](nl_sock* s) { return rtnl_rule_add(s, nl_rule.get(), NLM_F_EXCL); });
+  const int err = sock.request([&](nl_sock* s) { return rtnl_rule_add(s, nl_rule.get(), NLM_F_EXCL); });
   if (err >= 0) return AddOutcome::Added;
   if (is_exists_error(err)) return AddOutcome::Exists;
   sock.fail("add rule", to_string(r), err);
@@ -183,11 +172,9 @@ std::set<int> rule_tables_in_use(NlSocket& sock) {
   std::set<int> out;
   for (int fam : {AF_INET, AF_INET6}) {
     CacheHandle cache = sock.dump(DumpKind::Rules, fam);
-    for (nl_object* obj = nl_cache_get_first(cache.get()); obj != nullptr;
-         obj = nl_cache_get_next(obj)) {
+    for (nl_object* obj = nl_cache_get_first(cache.get()); obj != nullptr; obj = nl_cache_get_next(obj)) {
       const uint32_t table = rtnl_rule_get_table(reinterpret_cast<rtnl_rule*>(obj));
-      if (table != 0 && table <= static_cast<uint32_t>(INT_MAX))
-        out.insert(static_cast<int>(table));
+      if (table != 0 && table <= static_cast<uint32_t>(INT_MAX)) out.insert(static_cast<int>(table));
     }
   }
   return out;

@@ -27,10 +27,10 @@ inline constexpr int kRulePriorityAuto = -1;
 
 /// One "from <src> lookup <table>" rule.
 struct RuleSpec {
-  int family = 0;                    ///< AF_INET / AF_INET6; 0 = derive from src
+  int family = 0;                     ///< AF_INET / AF_INET6; 0 = derive from src
   std::optional<util::IpPrefix> src;  ///< source prefix 192.0.2.5/32; nullopt = from all
-  int table = 0;                     ///< table to look up, 1..2^31-1
-  int priority = kRulePriorityAuto;  ///< rule priority 0..2^31-1, or kRulePriorityAuto
+  int table = 0;                      ///< table to look up, 1..2^31-1
+  int priority = kRulePriorityAuto;   ///< rule priority 0..2^31-1, or kRulePriorityAuto
 
   /// Field-wise equality.
   friend bool operator==(const RuleSpec&, const RuleSpec&) = default;

@@ -16,7 +16,7 @@ Json merge_config_layers(std::string_view key, const Json& top, const Json& dele
     if (layer.is_null()) continue;
     if (!layer.is_object())
       cni::throw_invalid_config("invalid " + std::string(key) + " in the " + std::string(where) +
-                           ": must be an object, got " + layer.type_name());
+                                ": must be an object, got " + layer.type_name());
     for (const auto& [k, value] : layer.items()) merged[k] = value;
   }
   return merged;

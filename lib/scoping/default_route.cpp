@@ -37,8 +37,7 @@ int default_route_family(const cni::Route& route) {
 LinkInfo require_link(NetOps& ops, const std::string& ifname) {
   const std::optional<LinkInfo> link = ops.find_link(ifname);
   if (!link)
-    throw CniError(ErrorCode::Netlink, "default route: interface " + ifname +
-                                           " does not exist in " + ops.netns_path());
+    throw CniError(ErrorCode::Netlink, "default route: interface " + ifname + " does not exist in " + ops.netns_path());
   return *link;
 }
 
@@ -50,25 +49,22 @@ std::vector<DefaultRouteRequest> plan_default_routes(const DefaultRouteSelection
   for (const auto& [ifname, gateways] : selections) {
     if (gateways.empty()) continue;
     if (!util::is_valid_ifname(ifname))
-      cni::throw_invalid_config("invalid default-route: interface name \"" +
-                                util::printable(ifname) +
+      cni::throw_invalid_config("invalid default-route: interface name \"" + util::printable(ifname) +
                                 "\" must be 1-15 characters of [A-Za-z0-9_.-]");
     std::map<int, bool> in_element;
     for (const std::string& text : gateways) {
       const std::optional<util::IpAddress> gw = util::parse_ip(text);
       if (!gw)
-        cni::throw_invalid_config("invalid default-route of " + ifname + ": \"" +
-                                  util::printable(text) + "\" is not an IP address");
+        cni::throw_invalid_config("invalid default-route of " + ifname + ": \"" + util::printable(text) +
+                                  "\" is not an IP address");
       const int family = family_of(*gw);
       if (in_element[family])
-        cni::throw_invalid_config("invalid default-route of " + ifname + ": more than one " +
-                                  family_name(family) +
+        cni::throw_invalid_config("invalid default-route of " + ifname + ": more than one " + family_name(family) +
                                   " gateway (ECMP default routes are not supported)");
       in_element[family] = true;
       if (const auto it = chosen.find(family); it != chosen.end())
-        cni::throw_invalid_config("invalid default-route: both " + it->second + " and " + ifname +
-                                  " ask for the " + family_name(family) +
-                                  " default route; only one network may");
+        cni::throw_invalid_config("invalid default-route: both " + it->second + " and " + ifname + " ask for the " +
+                                  family_name(family) + " default route; only one network may");
       chosen[family] = ifname;
       requests.push_back(DefaultRouteRequest{ifname, family, *gw});
     }
@@ -95,8 +91,7 @@ RouteSpec wanted_default_route(const DefaultRouteRequest& request, int ifindex) 
   return route_as_added(normalize_route(route));
 }
 
-std::vector<DefaultRouteChange> apply_default_routes(
-    NetOps& ops, const std::vector<DefaultRouteRequest>& requests) {
+std::vector<DefaultRouteChange> apply_default_routes(NetOps& ops, const std::vector<DefaultRouteRequest>& requests) {
   std::vector<DefaultRouteChange> changes;
   try {
     for (const DefaultRouteRequest& request : requests) {
@@ -116,8 +111,7 @@ std::vector<DefaultRouteChange> apply_default_routes(
       if (wanted) current.added = ops.add_route(*wanted) == AddOutcome::Added;
       util::log_verbose("default route: ", family_name(request.family),
                         request.none() ? " none (asked by " + request.ifname + ")"
-                                       : " default via " + request.gateway->str() + " on " +
-                                             request.ifname,
+                                       : " default via " + request.gateway->str() + " on " + request.ifname,
                         " (", current.removed.size(), " other default route(s) removed)");
     }
   } catch (const CniError& e) {
@@ -134,8 +128,8 @@ void undo_default_routes(NetOps& ops, const std::vector<DefaultRouteChange>& cha
       if (it->added) (void)ops.delete_route(wanted_default_route(it->request, it->ifindex));
       for (const RouteSpec& route : it->removed) (void)ops.add_route(route);
     } catch (const CniError& e) {
-      util::log_error("default route: undoing the ", family_name(it->request.family),
-                      " change on ", it->request.ifname, " failed: ", e.msg());
+      util::log_error("default route: undoing the ", family_name(it->request.family), " change on ", it->request.ifname,
+                      " failed: ", e.msg());
     }
   }
 }
@@ -149,8 +143,8 @@ std::vector<std::string> check_default_route(NetOps& ops, const DefaultRouteRequ
                         "): unexpected default route \"" + to_string(route) + "\" in main");
     return diffs;
   }
-  const std::string what = family_name(request.family) + " default route via " +
-                           request.gateway->str() + " on " + request.ifname;
+  const std::string what =
+      family_name(request.family) + " default route via " + request.gateway->str() + " on " + request.ifname;
   const std::optional<LinkInfo> link = ops.find_link(request.ifname);
   if (!link) {
     diffs.push_back(what + ": the interface is missing");
@@ -172,9 +166,8 @@ std::vector<std::string> check_default_route(NetOps& ops, const DefaultRouteRequ
 void rewrite_default_routes(cni::Result& result, const std::string& ifname,
                             const std::vector<DefaultRouteRequest>& requests) {
   for (const DefaultRouteRequest& request : requests) {
-    std::erase_if(result.routes, [&](const cni::Route& route) {
-      return default_route_family(route) == request.family;
-    });
+    std::erase_if(result.routes,
+                  [&](const cni::Route& route) { return default_route_family(route) == request.family; });
     if (request.none() || request.ifname != ifname) continue;
     cni::Route route;
     route.dst = request.family == AF_INET ? "0.0.0.0/0" : "::/0";

@@ -26,8 +26,8 @@ namespace manifold::scoping {
 /// or, without a `gateway`, the pod has no default route of `family` at all (a selection
 /// element's `"default-route": []`, as Multus leaves such a pod; `ifname` names who asked).
 struct DefaultRouteRequest {
-  std::string ifname;   ///< the chosen interface (the asking one for a "no default route" request)
-  int family = 0;       ///< AF_INET or AF_INET6
+  std::string ifname;                      ///< the chosen interface (the asking one for a "no default route" request)
+  int family = 0;                          ///< AF_INET or AF_INET6
   std::optional<util::IpAddress> gateway;  ///< the gateway; nullopt: "no default route of family"
 
   /// True for a "no default route of this family" request.
@@ -52,10 +52,10 @@ std::vector<DefaultRouteRequest> no_default_route_requests(const std::string& if
 
 /// What apply_default_routes() changed for one request.
 struct DefaultRouteChange {
-  DefaultRouteRequest request;     ///< the request
-  int ifindex = 0;                 ///< the chosen interface's index
+  DefaultRouteRequest request;              ///< the request
+  int ifindex = 0;                          ///< the chosen interface's index
   std::vector<netlink::RouteSpec> removed;  ///< main-table default routes deleted, as listed
-  bool added = false;              ///< the route via the gateway was added (false: already there)
+  bool added = false;                       ///< the route via the gateway was added (false: already there)
 };
 
 /// The main-table default route a request wants, in the kernel's as-added form.

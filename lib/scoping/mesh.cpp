@@ -52,8 +52,8 @@ bool remove_family(IptablesRunner& runner, const std::string& ifname, Family fam
     if (payload.empty()) return false;
     runner.restore(family, backend, payload);
   }
-  util::log_verbose("firewall: removed mesh rules of ", ifname, " (", family_name(family), ", ",
-                    backend_name(backend), ")");
+  util::log_verbose("firewall: removed mesh rules of ", ifname, " (", family_name(family), ", ", backend_name(backend),
+                    ")");
   return true;
 }
 
@@ -118,7 +118,9 @@ MeshState MeshState::from_json(const Json& j) {
   if (auto payloads = j.find("payloads"); payloads != j.end()) {
     if (!payloads->is_object()) bad_state("payloads", "is not an object");
     for (const auto& [key, value] : payloads->items()) {
-      const auto family = key == "4" ? std::optional(Family::V4) : key == "6" ? std::optional(Family::V6) : std::nullopt;
+      const auto family = key == "4"   ? std::optional(Family::V4)
+                          : key == "6" ? std::optional(Family::V6)
+                                       : std::nullopt;
       if (!family || !value.is_string() || value.get_ref<const std::string&>().size() > kMaxPayloadBytes)
         bad_state("payloads", "holds something other than a payload text per family \"4\"/\"6\"");
       s.payloads[*family] = value.get<std::string>();
@@ -163,7 +165,7 @@ MeshState apply_mesh(IptablesRunner& runner, const std::string& ifname, const Me
       state.payloads[family] = payload;
     } catch (const cni::CniError& e) {
       util::log_verbose("firewall: installing mesh rules of ", ifname, " (", family_name(family), ", ",
-                      backend_name(backend), ") failed: ", e.msg());
+                        backend_name(backend), ") failed: ", e.msg());
       for (auto it = state.families.rbegin(); it != state.families.rend(); ++it) {
         try {
           remove_family(runner, ifname, *it, backend, false);
@@ -204,8 +206,8 @@ std::vector<std::string> check_mesh(IptablesRunner& runner, const MeshState& sta
   const Backend backend = state.backend ? *state.backend : forced ? *forced : runner.detect();
   for (Family family : state.families) {
     // A config that is no longer active expects none of our chains: leftovers are reported.
-    const std::vector<MeshChain> expected = cfg.active() ? mesh_chains(state.ifname, cfg, family)
-                                                         : std::vector<MeshChain>{};
+    const std::vector<MeshChain> expected =
+        cfg.active() ? mesh_chains(state.ifname, cfg, family) : std::vector<MeshChain>{};
     for (const std::string& d : compare_mesh_rules(runner.save(family, backend), state.ifname, expected))
       diffs.push_back(std::string(family_name(family)) + ": " + d);
   }

@@ -36,12 +36,12 @@ inline constexpr std::string_view kMeshStatusField = "manifold.io/mesh";
 
 /// What ADD installed for one attachment, as cached for DEL and CHECK.
 struct MeshState {
-  std::string ifname;                      ///< the attachment's interface in the pod
+  std::string ifname;                                ///< the attachment's interface in the pod
   std::optional<firewall::Backend> backend;          ///< nullopt when unknown (rebuilt without the cache)
   std::vector<firewall::Family> families;            ///< families holding our rules, in apply order
-  std::vector<std::string> chains;         ///< our chain names
+  std::vector<std::string> chains;                   ///< our chain names
   std::map<firewall::Family, std::string> payloads;  ///< the exact ADD payload applied per family
-  int lock_wait_seconds = 30;              ///< lockWaitSeconds used at ADD
+  int lock_wait_seconds = 30;                        ///< lockWaitSeconds used at ADD
 
   /// True when no rules were installed (mesh disabled).
   bool empty() const { return families.empty(); }
@@ -71,7 +71,8 @@ void remove_mesh(firewall::IptablesRunner& runner, const MeshState& state);
 
 /// CHECK: every difference between the installed rules and what `cfg` generates, prefixed with the
 /// family ("IPv4: chain CNIMESH-IN-net1 is missing"). Empty when everything matches.
-std::vector<std::string> check_mesh(firewall::IptablesRunner& runner, const MeshState& state, const firewall::MeshConfig& cfg);
+std::vector<std::string> check_mesh(firewall::IptablesRunner& runner, const MeshState& state,
+                                    const firewall::MeshConfig& cfg);
 
 /// The extra network-status fields of a meshed attachment: {"manifold.io/mesh": {…}} when `cfg` is
 /// active, otherwise an empty object.

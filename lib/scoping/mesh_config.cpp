@@ -20,10 +20,10 @@ using firewall::PortRange;
 
 namespace {
 
-constexpr std::size_t kMaxListEntries = 256;  // per port or subnet list
-constexpr std::size_t kMaxEntryText = 64;     // one port/CIDR/UID string
-constexpr std::size_t kMaxListText = 4096;    // one comma-separated list string
-constexpr std::uint32_t kMaxId = 4294967294u; // (uid_t)-1 means "no change" to the kernel
+constexpr std::size_t kMaxListEntries = 256;   // per port or subnet list
+constexpr std::size_t kMaxEntryText = 64;      // one port/CIDR/UID string
+constexpr std::size_t kMaxListText = 4096;     // one comma-separated list string
+constexpr std::uint32_t kMaxId = 4294967294u;  // (uid_t)-1 means "no change" to the kernel
 constexpr int kMaxLockWaitSeconds = 600;
 
 constexpr std::array<std::string_view, 18> kKnownKeys = {
@@ -187,8 +187,8 @@ std::optional<std::vector<PortRange>> read_ports(const ConfigReader& r, std::str
 }
 
 // Appends the CIDRs of `key` to the family lists; `only` restricts the accepted family.
-void read_subnets(const ConfigReader& r, std::string_view key, std::optional<int> only,
-                  std::vector<util::IpPrefix>& v4, std::vector<util::IpPrefix>& v6) {
+void read_subnets(const ConfigReader& r, std::string_view key, std::optional<int> only, std::vector<util::IpPrefix>& v4,
+                  std::vector<util::IpPrefix>& v6) {
   auto entries = list_entries(r, key);
   if (!entries) return;
   for (const Json& e : *entries) {
@@ -199,9 +199,8 @@ void read_subnets(const ConfigReader& r, std::string_view key, std::optional<int
     if (only && cidr->address.family != *only)
       return r.fail(key, echo_json(e) + " is not an IPv" + std::to_string(*only) + " CIDR");
     auto& list = cidr->address.family == 4 ? v4 : v6;
-    const bool seen = std::any_of(list.begin(), list.end(), [&](const util::IpPrefix& p) {
-      return p.network_str() == cidr->network_str();
-    });
+    const bool seen = std::any_of(list.begin(), list.end(),
+                                  [&](const util::IpPrefix& p) { return p.network_str() == cidr->network_str(); });
     if (!seen) list.push_back(*cidr);
   }
 }
@@ -221,7 +220,6 @@ std::optional<PortRange> parse_port_range(std::string_view text) {
   if (!first || !last || *first < 1 || *first > *last) return std::nullopt;
   return PortRange{static_cast<std::uint16_t>(*first), static_cast<std::uint16_t>(*last)};
 }
-
 
 MeshConfig merge_mesh_layers(const Json& top, const Json& delegate, const Json& cni_args) {
   return parse_mesh_config(merge_config_layers("mesh", top, delegate, cni_args));

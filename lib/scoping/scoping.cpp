@@ -36,8 +36,7 @@ constexpr std::size_t kMaxDefaultRouteGateways = 2;
 // Merges `value` (object or null) into out[key], per key; `where` names the config in errors.
 void merge_key(Json& out, const std::string& key, const Json& value, const std::string& where) {
   if (value.is_null()) return;
-  if (!value.is_object())
-    cni::throw_invalid_config("invalid " + where + ": key \"" + key + "\" must be an object");
+  if (!value.is_object()) cni::throw_invalid_config("invalid " + where + ": key \"" + key + "\" must be an object");
   if (!out.contains(key)) out[key] = Json::object();
   for (const auto& [k, v] : value.items()) out[key][k] = v;
 }
@@ -81,32 +80,28 @@ Json merged_mesh_layers(const Json& top, const Json& delegate, const Json& args)
 std::vector<std::string> ips_of(const cni::Result* result, const std::string& ifname) {
   std::vector<std::string> ips;
   if (result == nullptr) return ips;
-  for (const AttachmentAddress& a : attachment_addresses(*result, ifname))
-    ips.push_back(a.cidr);
+  for (const AttachmentAddress& a : attachment_addresses(*result, ifname)) ips.push_back(a.cidr);
   return ips;
 }
 
 // Removes the source routing of the attachment; errors propagate.
-void remove_source_routing_part(ScopingEnv& env, const Json& state, const ScopingPlan* plan,
-                                const std::string& ifname, const cni::Result* prev_result) {
+void remove_source_routing_part(ScopingEnv& env, const Json& state, const ScopingPlan* plan, const std::string& ifname,
+                                const cni::Result* prev_result) {
   if (const auto it = state.find("sourceRouting"); state.is_object() && it != state.end()) {
     remove_source_routing(env.net, SourceRoutingState::from_json(*it));
     return;
   }
   if (plan != nullptr && !plan->source_routing.enabled) return;
-  const int priority = plan != nullptr ? plan->source_routing.rule_priority
-                                       : SourceRoutingConfig{}.rule_priority;
+  const int priority = plan != nullptr ? plan->source_routing.rule_priority : SourceRoutingConfig{}.rule_priority;
   // The runtime's prevResult often lists the cluster network's IPs only: the addresses still on
   // the interface name the attachment's IPs too.
   std::vector<std::string> ips = ips_of(prev_result, ifname);
   if (const auto link = env.net.find_link(ifname))
-    for (const netlink::AddressInfo& a : env.net.list_addresses(link->index))
-      ips.push_back(a.cidr.str());
+    for (const netlink::AddressInfo& a : env.net.list_addresses(link->index)) ips.push_back(a.cidr.str());
   remove_source_routing_by_ips(env.net, ifname, priority, ips);
 }
 
-void remove_mesh_part(ScopingEnv& env, const Json& state, const ScopingPlan* plan,
-                      const std::string& ifname) {
+void remove_mesh_part(ScopingEnv& env, const Json& state, const ScopingPlan* plan, const std::string& ifname) {
   if (const auto it = state.find("mesh"); state.is_object() && it != state.end()) {
     const MeshState mesh = MeshState::from_json(*it);
     if (!mesh.empty()) remove_mesh(env.iptables.get(mesh.lock_wait_seconds), mesh);
@@ -116,7 +111,7 @@ void remove_mesh_part(ScopingEnv& env, const Json& state, const ScopingPlan* pla
   // Not recorded as applied (a crash after the delegate's ADD): our chains are found by name in
   // whichever backend holds them.
   remove_mesh(env.iptables.get(plan->mesh.lock_wait_seconds),
-                        MeshState::rebuilt(ifname, {firewall::Family::V4, firewall::Family::V6}));
+              MeshState::rebuilt(ifname, {firewall::Family::V4, firewall::Family::V6}));
 }
 
 }  // namespace
@@ -163,8 +158,7 @@ ScopingPlan ScopingPlan::from_json(const Json& j) {
   if (!j.is_object()) bad_state("plan", "is not an object");
   ScopingPlan plan;
   const auto ifname = j.find("ifname");
-  if (ifname == j.end() || !ifname->is_string() ||
-      !util::is_valid_ifname(ifname->get_ref<const std::string&>()))
+  if (ifname == j.end() || !ifname->is_string() || !util::is_valid_ifname(ifname->get_ref<const std::string&>()))
     bad_state("plan.ifname", "is missing or not a valid interface name");
   plan.ifname = ifname->get<std::string>();
   const auto routes = j.find("defaultRoute");
@@ -220,8 +214,7 @@ ScopingPlan plan_scoping(const Json& top_scoping, const Json& delegate_keys, con
   ScopingPlan plan;
   plan.ifname = ifname;
   plan.source_routing = merge_source_routing_layers(
-      key_of(top_scoping, "sourceRouting"), key_of(delegate_keys, "sourceRouting"),
-      key_of(args, "sourceRouting"));
+      key_of(top_scoping, "sourceRouting"), key_of(delegate_keys, "sourceRouting"), key_of(args, "sourceRouting"));
   const Json top_mesh = key_of(top_scoping, "mesh");
   const Json delegate_mesh = key_of(delegate_keys, "mesh");
   const Json args_mesh = key_of(args, "mesh");
@@ -251,8 +244,7 @@ Json initial_scoping_state(const ScopingPlan& plan) {
   return state;
 }
 
-std::vector<AttachmentAddress> attachment_addresses(const cni::Result& result,
-                                                             const std::string& ifname) {
+std::vector<AttachmentAddress> attachment_addresses(const cni::Result& result, const std::string& ifname) {
   std::vector<AttachmentAddress> on_interface, unbound;
   for (const cni::IpConfig& ip : result.ips) {
     if (!ip.interface) {
@@ -260,8 +252,7 @@ std::vector<AttachmentAddress> attachment_addresses(const cni::Result& result,
       continue;
     }
     const int index = *ip.interface;
-    if (index >= 0 && index < static_cast<int>(result.interfaces.size()) &&
-        result.interfaces[index].name == ifname)
+    if (index >= 0 && index < static_cast<int>(result.interfaces.size()) && result.interfaces[index].name == ifname)
       on_interface.push_back({ip.address, ip.gateway});
   }
   return on_interface.empty() ? unbound : on_interface;
@@ -276,8 +267,7 @@ Json apply_scoping(ScopingEnv& env, const ScopingPlan& plan, const cni::Result& 
 
   std::optional<SourceRoutingState> routing;
   if (plan.source_routing.enabled) {
-    routing = apply_source_routing(
-        env.net, plan_source_routing(env.net, plan.source_routing, plan.ifname, addresses));
+    routing = apply_source_routing(env.net, plan_source_routing(env.net, plan.source_routing, plan.ifname, addresses));
     state["sourceRouting"] = routing->to_json();
   }
   if (plan.mesh.active()) {
@@ -288,9 +278,8 @@ Json apply_scoping(ScopingEnv& env, const ScopingPlan& plan, const cni::Result& 
         if (ip && ip->address.family == 4) has_v4 = true;
         if (ip && ip->address.family == 6) has_v6 = true;
       }
-      const MeshState mesh = apply_mesh(
-          env.iptables.get(plan.mesh.lock_wait_seconds), plan.ifname, plan.mesh,
-          firewall::mesh_families(plan.mesh, has_v4, has_v6));
+      const MeshState mesh = apply_mesh(env.iptables.get(plan.mesh.lock_wait_seconds), plan.ifname, plan.mesh,
+                                        firewall::mesh_families(plan.mesh, has_v4, has_v6));
       state["mesh"] = mesh.to_json();
     } catch (const CniError& e) {
       if (routing) {
@@ -308,8 +297,7 @@ Json apply_scoping(ScopingEnv& env, const ScopingPlan& plan, const cni::Result& 
   return state;
 }
 
-void remove_scoping(ScopingEnv& env, const Json& state, const std::string& ifname,
-                    const cni::Result* prev_result) {
+void remove_scoping(ScopingEnv& env, const Json& state, const std::string& ifname, const cni::Result* prev_result) {
   std::optional<ScopingPlan> plan;
   if (state.is_object()) {
     if (const auto it = state.find("plan"); it != state.end()) plan = ScopingPlan::from_json(*it);
@@ -339,8 +327,7 @@ std::vector<std::string> check_scoping(ScopingEnv& env, const Json& state) {
   const ScopingPlan plan = ScopingPlan::from_json(state["plan"]);
   if (plan.source_routing.enabled) {
     if (const auto it = state.find("sourceRouting"); it != state.end()) {
-      for (auto& d : check_source_routing(env.net, SourceRoutingState::from_json(*it)))
-        diffs.push_back(std::move(d));
+      for (auto& d : check_source_routing(env.net, SourceRoutingState::from_json(*it))) diffs.push_back(std::move(d));
     } else {
       diffs.push_back("source routing of " + plan.ifname + " was never applied");
     }

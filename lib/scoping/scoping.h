@@ -56,17 +56,17 @@ class IptablesRunnerPool {
 
 /// The side effects scoping needs in one pod namespace.
 struct ScopingEnv {
-  netlink::NetOps& net;           ///< netlink operations in the pod namespace
-  IptablesRunnerPool& iptables;   ///< iptables runners in the pod namespace
+  netlink::NetOps& net;          ///< netlink operations in the pod namespace
+  IptablesRunnerPool& iptables;  ///< iptables runners in the pod namespace
 };
 
 /// The validated scoping configuration of one attachment.
 struct ScopingPlan {
-  std::string ifname;                            ///< the attachment's interface in the pod
-  SourceRoutingConfig source_routing;   ///< merged `sourceRouting`
-  Json mesh_json = Json::object();               ///< merged `mesh` object, as validated
-  firewall::MeshConfig mesh;                     ///< `mesh_json` parsed
-  std::vector<std::string> default_route;        ///< the selection's `default-route` gateways
+  std::string ifname;                      ///< the attachment's interface in the pod
+  SourceRoutingConfig source_routing;      ///< merged `sourceRouting`
+  Json mesh_json = Json::object();         ///< merged `mesh` object, as validated
+  firewall::MeshConfig mesh;               ///< `mesh_json` parsed
+  std::vector<std::string> default_route;  ///< the selection's `default-route` gateways
   /// Families (AF_INET, AF_INET6) this attachment's `"default-route": []` leaves without a default
   /// route: both, minus those another attachment chose a gateway for (plan_attachments_scoping).
   std::vector<int> no_default_route;
@@ -101,8 +101,7 @@ ScopingPlan plan_scoping(const Json& top_scoping, const Json& delegate_keys, con
 /// The default-route requests of all attachments, validated across them (two attachments asking
 /// for one family is CniError(InvalidConfig)), followed by the "no default route" requests of the
 /// families nobody chose a gateway for. Call it before any delegate runs.
-std::vector<DefaultRouteRequest> default_route_requests(
-    const std::vector<ScopingPlan>& plans);
+std::vector<DefaultRouteRequest> default_route_requests(const std::vector<ScopingPlan>& plans);
 
 /// The state to cache before the delegate's ADD: {"ifname","plan"}, or null when the plan is not
 /// active (nothing to cache, nothing to undo).
@@ -110,8 +109,7 @@ Json initial_scoping_state(const ScopingPlan& plan);
 
 /// The attachment's addresses in `result`: the IPs whose interface is `ifname` (IPs without an
 /// interface index when none points at it).
-std::vector<AttachmentAddress> attachment_addresses(const cni::Result& result,
-                                                             const std::string& ifname);
+std::vector<AttachmentAddress> attachment_addresses(const cni::Result& result, const std::string& ifname);
 
 /// ADD, after the delegate's ADD: source routing, then the mesh redirect (families from the
 /// attachment's addresses). Returns the complete state to cache (null when the plan is not
@@ -124,8 +122,7 @@ Json apply_scoping(ScopingEnv& env, const ScopingPlan& plan, const cni::Result& 
 /// is one of the IPs of `prev_result` (may be null) or an address still on the interface; with a
 /// null state, those rules at the default priority. Idempotent. The caller skips it when the
 /// namespace is gone (everything died with it).
-void remove_scoping(ScopingEnv& env, const Json& state, const std::string& ifname,
-                    const cni::Result* prev_result);
+void remove_scoping(ScopingEnv& env, const Json& state, const std::string& ifname, const cni::Result* prev_result);
 
 /// CHECK: every difference between the pod namespace and the cached `state` (source routing rules
 /// and tables, mesh chains and jumps, the default route). Empty when everything matches or the

@@ -49,9 +49,7 @@ void delete_quietly(NetOps& ops, const Spec& spec, std::string_view why) {
   }
 }
 
-std::string address_of(const RuleSpec& rule) {
-  return rule.src ? rule.src->address.str() : std::string();
-}
+std::string address_of(const RuleSpec& rule) { return rule.src ? rule.src->address.str() : std::string(); }
 
 // What plan_source_routing() reads from the namespace once, shared by the per-IP steps.
 struct PlanInputs {
@@ -63,18 +61,15 @@ struct PlanInputs {
 };
 
 // The gateway of the table of `ip`: the configured one of its family first, then the result's.
-std::optional<util::IpAddress> table_gateway(const SourceRoutingConfig& cfg,
-                                             const util::IpPrefix& ip,
+std::optional<util::IpAddress> table_gateway(const SourceRoutingConfig& cfg, const util::IpPrefix& ip,
                                              const AttachmentAddress& address) {
-  if (const std::optional<util::IpAddress>& configured = cfg.gateway(ip.address.family))
-    return configured;
+  if (const std::optional<util::IpAddress>& configured = cfg.gateway(ip.address.family)) return configured;
   if (address.gateway.empty()) return std::nullopt;
   const std::optional<util::IpAddress> gw = util::parse_ip(address.gateway);
   if (!gw || gw->family != ip.address.family)
-    throw CniError(ErrorCode::InvalidConfig, "source routing: gateway \"" +
-                                                 util::printable(address.gateway) + "\" of " +
-                                                 address.cidr + " is not an " +
-                                                 ip.address.family_name() + " address");
+    throw CniError(ErrorCode::InvalidConfig, "source routing: gateway \"" + util::printable(address.gateway) +
+                                                 "\" of " + address.cidr + " is not an " + ip.address.family_name() +
+                                                 " address");
   return gw;
 }
 
@@ -86,8 +81,7 @@ int choose_table(NetOps& ops, const PlanInputs& in, const util::IpPrefix& host, 
   if (cfg.table != 0) return cfg.table;
   std::optional<RuleSpec> existing;
   for (const RuleSpec& r : in.rules)
-    if (r.priority == cfg.rule_priority && r.family == family_of(host.address) && r.src == host)
-      existing = r;
+    if (r.priority == cfg.rule_priority && r.family == family_of(host.address) && r.src == host) existing = r;
   if (existing && in.planned_tables.count(existing->table) == 0) {
     reused = true;
     return existing->table;
@@ -95,8 +89,8 @@ int choose_table(NetOps& ops, const PlanInputs& in, const util::IpPrefix& host, 
   int table = ops.find_free_table(cfg.table_base);
   while (in.planned_tables.count(table) != 0) {
     if (table == INT_MAX)
-      throw CniError(ErrorCode::Netlink, "source routing: no free routing table at or above " +
-                                             std::to_string(cfg.table_base));
+      throw CniError(ErrorCode::Netlink,
+                     "source routing: no free routing table at or above " + std::to_string(cfg.table_base));
     table = ops.find_free_table(table + 1);
   }
   return table;
@@ -158,8 +152,7 @@ SourceTablePlan plan_table(NetOps& ops, PlanInputs& in, const util::IpPrefix& ip
 std::vector<std::string> describe(const SourceRoutingPlan& plan) {
   std::vector<std::string> lines;
   for (const SourceTablePlan& t : plan.tables) {
-    lines.push_back("table " + std::to_string(t.table) + " for " + t.ip.str() +
-                    (t.reused ? " (reused)" : ""));
+    lines.push_back("table " + std::to_string(t.table) + " for " + t.ip.str() + (t.reused ? " (reused)" : ""));
     for (const RouteSpec& r : t.stale) lines.push_back("delete stale route " + to_string(r));
     for (const RouteSpec& r : t.routes) lines.push_back("route " + to_string(r));
     lines.push_back("rule " + to_string(t.rule));
@@ -167,13 +160,12 @@ std::vector<std::string> describe(const SourceRoutingPlan& plan) {
   return lines;
 }
 
-SourceRoutingPlan plan_source_routing(NetOps& ops, const SourceRoutingConfig& cfg,
-                                      const std::string& ifname,
+SourceRoutingPlan plan_source_routing(NetOps& ops, const SourceRoutingConfig& cfg, const std::string& ifname,
                                       const std::vector<AttachmentAddress>& addresses) {
   const std::optional<LinkInfo> link = ops.find_link(ifname);
   if (!link)
-    throw CniError(ErrorCode::Netlink, "source routing: interface " + ifname +
-                                           " does not exist in " + ops.netns_path());
+    throw CniError(ErrorCode::Netlink,
+                   "source routing: interface " + ifname + " does not exist in " + ops.netns_path());
   SourceRoutingPlan plan;
   plan.ifname = ifname;
   plan.ifindex = link->index;
@@ -188,8 +180,7 @@ SourceRoutingPlan plan_source_routing(NetOps& ops, const SourceRoutingConfig& cf
   for (const AttachmentAddress& address : addresses) {
     const std::optional<util::IpPrefix> ip = util::parse_ip_or_cidr(address.cidr);
     if (!ip)
-      throw CniError(ErrorCode::InvalidConfig, "source routing: address \"" +
-                                                   util::printable(address.cidr) + "\" of " +
+      throw CniError(ErrorCode::InvalidConfig, "source routing: address \"" + util::printable(address.cidr) + "\" of " +
                                                    ifname + " is not an IP address");
     if (ip->address.is_ipv6_link_local() || contains(seen_ips, ip->address)) continue;
     seen_ips.push_back(ip->address);
@@ -214,8 +205,7 @@ SourceRoutingState apply_source_routing(NetOps& ops, const SourceRoutingPlan& pl
       for (const RouteSpec& r : t.stale) (void)ops.delete_route(r);
       // A rule of ours for this IP that points at another table (the configured table changed).
       for (const RuleSpec& r : ops.list_rules(t.rule.family)) {
-        if (r.priority == t.rule.priority && r.src == t.rule.src && r.table != t.rule.table)
-          (void)ops.delete_rule(r);
+        if (r.priority == t.rule.priority && r.src == t.rule.src && r.table != t.rule.table) (void)ops.delete_rule(r);
       }
       for (const RouteSpec& r : t.routes) {
         if (ops.add_route(r) == AddOutcome::Added) added_routes.push_back(r);
@@ -229,14 +219,12 @@ SourceRoutingState apply_source_routing(NetOps& ops, const SourceRoutingPlan& pl
     }
   } catch (const CniError& e) {
     util::log_verbose("source routing for ", plan.ifname, " failed, undoing: ", e.msg());
-    for (auto it = added_rules.rbegin(); it != added_rules.rend(); ++it)
-      delete_quietly(ops, *it, "undo");
-    for (auto it = added_routes.rbegin(); it != added_routes.rend(); ++it)
-      delete_quietly(ops, *it, "undo");
+    for (auto it = added_rules.rbegin(); it != added_rules.rend(); ++it) delete_quietly(ops, *it, "undo");
+    for (auto it = added_routes.rbegin(); it != added_routes.rend(); ++it) delete_quietly(ops, *it, "undo");
     throw;
   }
-  util::log_verbose("source routing for ", plan.ifname, ": ", state.rules.size(), " rule(s), ",
-                    state.routes.size(), " table route(s)");
+  util::log_verbose("source routing for ", plan.ifname, ": ", state.rules.size(), " rule(s), ", state.routes.size(),
+                    " table route(s)");
   return state;
 }
 
@@ -260,11 +248,9 @@ void remove_source_routing_by_ips(NetOps& ops, const std::string& ifname, int pr
   std::vector<int> tables;
   for (const RuleSpec& rule : ops.list_rules(AF_UNSPEC)) {
     if (rule.priority != priority || !rule.src || !contains(hosts, *rule.src)) continue;
-    util::log_verbose("source routing: removing rule ", to_string(rule), " of ", ifname,
-                      " found by its address");
+    util::log_verbose("source routing: removing rule ", to_string(rule), " of ", ifname, " found by its address");
     (void)ops.delete_rule(rule);
-    if (std::find(tables.begin(), tables.end(), rule.table) == tables.end())
-      tables.push_back(rule.table);
+    if (std::find(tables.begin(), tables.end(), rule.table) == tables.end()) tables.push_back(rule.table);
   }
   const std::optional<LinkInfo> link = ops.find_link(ifname);
   if (!link) return;  // its routes went with it
@@ -280,28 +266,25 @@ std::vector<std::string> check_source_routing(NetOps& ops, const SourceRoutingSt
   for (const RuleSpec& want : state.rules) {
     our_sources.push_back(want.src);
     if (std::find(rules.begin(), rules.end(), want) == rules.end())
-      diffs.push_back("source routing of " + state.ifname + ": rule \"" + to_string(want) +
-                      "\" is missing");
+      diffs.push_back("source routing of " + state.ifname + ": rule \"" + to_string(want) + "\" is missing");
   }
   for (const RuleSpec& have : rules) {
     if (have.priority == state.priority && contains(our_sources, have.src) &&
         std::find(state.rules.begin(), state.rules.end(), have) == state.rules.end())
-      diffs.push_back("source routing of " + state.ifname + ": unexpected rule \"" +
-                      to_string(have) + "\" for " + address_of(have));
+      diffs.push_back("source routing of " + state.ifname + ": unexpected rule \"" + to_string(have) + "\" for " +
+                      address_of(have));
   }
   for (int table : state.tables) {
     const std::vector<RouteSpec> present = ops.list_routes(AF_UNSPEC, table);
     for (const RouteSpec& want : state.routes) {
       if (want.table != table || contains_route(present, want)) continue;
-      const auto similar = std::find_if(present.begin(), present.end(), [&](const RouteSpec& r) {
-        return same_route_identity(r, want);
-      });
+      const auto similar = std::find_if(present.begin(), present.end(),
+                                        [&](const RouteSpec& r) { return same_route_identity(r, want); });
       if (similar != present.end()) {
-        diffs.push_back("source routing of " + state.ifname + ": route \"" + to_string(want) +
-                        "\" differs: found \"" + to_string(*similar) + "\"");
+        diffs.push_back("source routing of " + state.ifname + ": route \"" + to_string(want) + "\" differs: found \"" +
+                        to_string(*similar) + "\"");
       } else {
-        diffs.push_back("source routing of " + state.ifname + ": route \"" + to_string(want) +
-                        "\" is missing");
+        diffs.push_back("source routing of " + state.ifname + ": route \"" + to_string(want) + "\" is missing");
       }
     }
     if (!state.picked_tables) continue;

@@ -32,9 +32,9 @@ struct AttachmentAddress {
 
 /// The table of one IP: the routes it must hold and the rule that selects it.
 struct SourceTablePlan {
-  util::IpAddress ip;             ///< the address
-  int table = 0;                  ///< the table ID
-  bool reused = false;            ///< a rule of ours already pointed at this table (re-ADD)
+  util::IpAddress ip;                      ///< the address
+  int table = 0;                           ///< the table ID
+  bool reused = false;                     ///< a rule of ours already pointed at this table (re-ADD)
   std::vector<netlink::RouteSpec> routes;  ///< what the table must hold, in the kernel's as-added form
   std::vector<netlink::RouteSpec> stale;   ///< routes found in a reused picked table that are not wanted
   netlink::RuleSpec rule;                  ///< "from ip/32 lookup table priority P"
@@ -42,11 +42,11 @@ struct SourceTablePlan {
 
 /// Everything apply_source_routing() will do for one attachment.
 struct SourceRoutingPlan {
-  std::string ifname;                  ///< the attachment's interface
-  int ifindex = 0;                     ///< its index in the pod namespace
-  int priority = 30000;                ///< the rule priority
-  bool picked_tables = true;           ///< tables were picked (exclusively ours), not configured
-  std::vector<SourceTablePlan> tables; ///< one per IP, in the order of the IPs
+  std::string ifname;                   ///< the attachment's interface
+  int ifindex = 0;                      ///< its index in the pod namespace
+  int priority = 30000;                 ///< the rule priority
+  bool picked_tables = true;            ///< tables were picked (exclusively ours), not configured
+  std::vector<SourceTablePlan> tables;  ///< one per IP, in the order of the IPs
 };
 
 /// Human-readable lines of a plan, one per action, for logs and golden tests:
@@ -61,17 +61,16 @@ std::vector<std::string> describe(const SourceRoutingPlan& plan);
 /// `gateways` first, then the IP's gateway) "default via gw" replaces any copied default route.
 /// Throws CniError(Netlink) when the interface does not exist, CniError(InvalidConfig) for a bad
 /// address.
-SourceRoutingPlan plan_source_routing(netlink::NetOps& ops, const SourceRoutingConfig& cfg,
-                                      const std::string& ifname,
+SourceRoutingPlan plan_source_routing(netlink::NetOps& ops, const SourceRoutingConfig& cfg, const std::string& ifname,
                                       const std::vector<AttachmentAddress>& addresses);
 
 /// What source routing installed for one attachment, as cached for DEL and CHECK.
 struct SourceRoutingState {
-  std::string ifname;             ///< the attachment's interface
-  int priority = 30000;           ///< our rule priority
-  bool picked_tables = true;      ///< the tables were picked and are exclusively ours
-  std::vector<std::string> ips;   ///< the bare IPs given rules, in order
-  std::vector<int> tables;        ///< the distinct tables used, in order
+  std::string ifname;                      ///< the attachment's interface
+  int priority = 30000;                    ///< our rule priority
+  bool picked_tables = true;               ///< the tables were picked and are exclusively ours
+  std::vector<std::string> ips;            ///< the bare IPs given rules, in order
+  std::vector<int> tables;                 ///< the distinct tables used, in order
   std::vector<netlink::RuleSpec> rules;    ///< our rules, as listed by the kernel
   std::vector<netlink::RouteSpec> routes;  ///< our table routes, as listed by the kernel
 

@@ -19,8 +19,7 @@ namespace manifold::scoping {
 
 namespace {
 
-constexpr std::array<std::string_view, 5> kKnownKeys = {"enabled", "table", "tableBase",
-                                                        "rulePriority", "gateways"};
+constexpr std::array<std::string_view, 5> kKnownKeys = {"enabled", "table", "tableBase", "rulePriority", "gateways"};
 
 /// Refuses the kernel's reserved tables (253 default, 254 main, 255 local).
 std::optional<int> checked_table(const cni::ConfigReader& r, std::optional<int> table) {
@@ -58,8 +57,7 @@ Json SourceRoutingConfig::to_json() const {
   return j;
 }
 
-SourceRoutingConfig merge_source_routing_layers(const Json& top, const Json& delegate,
-                                                const Json& cni_args) {
+SourceRoutingConfig merge_source_routing_layers(const Json& top, const Json& delegate, const Json& cni_args) {
   return parse_source_routing_config(merge_config_layers("sourceRouting", top, delegate, cni_args));
 }
 

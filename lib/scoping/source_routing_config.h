@@ -32,9 +32,7 @@ struct SourceRoutingConfig {
   std::optional<util::IpAddress> gateway_v6;  ///< the IPv6 entry of `gateways`, nullopt = none
 
   /// The configured gateway of IP version `family` (4 or 6), nullopt = none.
-  const std::optional<util::IpAddress>& gateway(int family) const {
-    return family == 4 ? gateway_v4 : gateway_v6;
-  }
+  const std::optional<util::IpAddress>& gateway(int family) const { return family == 4 ? gateway_v4 : gateway_v6; }
 
   /// The canonical object form: {"enabled","table","tableBase","rulePriority","gateways":[…]};
   /// parse_source_routing_config(to_json()) gives the same config back.
@@ -46,8 +44,7 @@ struct SourceRoutingConfig {
 
 /// Merges the three layers (each an object, or null/absent) key by key — later wins — and validates
 /// the result. Throws CniError(InvalidConfig) naming the layer or the first bad field.
-SourceRoutingConfig merge_source_routing_layers(const Json& top, const Json& delegate,
-                                                const Json& cni_args);
+SourceRoutingConfig merge_source_routing_layers(const Json& top, const Json& delegate, const Json& cni_args);
 
 /// Validates one merged `sourceRouting` object (null = all defaults). Throws like the merge.
 SourceRoutingConfig parse_source_routing_config(const Json& source_routing);

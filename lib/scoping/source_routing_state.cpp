@@ -24,8 +24,7 @@ constexpr std::size_t kMaxStateIps = 64;  // bounds of a cached state
 constexpr std::size_t kMaxStateRoutes = 4096;
 
 [[noreturn]] void bad_state(const std::string& field, const std::string& why) {
-  throw cni::CniError(cni::ErrorCode::Decoding,
-                      "invalid cached source-routing state: " + field + " " + why);
+  throw cni::CniError(cni::ErrorCode::Decoding, "invalid cached source-routing state: " + field + " " + why);
 }
 
 }  // namespace
@@ -48,12 +47,10 @@ SourceRoutingState SourceRoutingState::from_json(const Json& j) {
   if (!j.is_object()) bad_state("(top level)", "is not an object");
   SourceRoutingState s;
   const auto ifname = j.find("ifname");
-  if (ifname == j.end() || !ifname->is_string() ||
-      !util::is_valid_ifname(ifname->get_ref<const std::string&>()))
+  if (ifname == j.end() || !ifname->is_string() || !util::is_valid_ifname(ifname->get_ref<const std::string&>()))
     bad_state("ifname", "is missing or not a valid interface name");
   s.ifname = ifname->get<std::string>();
-  s.priority = detail::json_int(j, "source-routing state", "priority", 1, kMaxSourceRulePriority,
-                                std::nullopt);
+  s.priority = detail::json_int(j, "source-routing state", "priority", 1, kMaxSourceRulePriority, std::nullopt);
   const auto picked = j.find("pickedTables");
   if (picked == j.end() || !picked->is_boolean()) bad_state("pickedTables", "is not a boolean");
   s.picked_tables = picked->get<bool>();
@@ -76,9 +73,7 @@ SourceRoutingState SourceRoutingState::from_json(const Json& j) {
       bad_state("tables", "holds something other than a routing table ID");
     s.tables.push_back(t.get<int>());
   }
-  auto our_table = [&](int table) {
-    return std::find(s.tables.begin(), s.tables.end(), table) != s.tables.end();
-  };
+  auto our_table = [&](int table) { return std::find(s.tables.begin(), s.tables.end(), table) != s.tables.end(); };
   for (const Json& r : list("rules", kMaxStateIps)) {
     RuleSpec rule = rule_from_json(r);
     if (rule.priority != s.priority || !our_table(rule.table) || !rule.src)

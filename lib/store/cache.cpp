@@ -52,8 +52,7 @@ class FileCache::Guard final : public LockGuard {
 FileCache::FileCache(std::filesystem::path dir)
     : dir_(std::move(dir)), lock_timeout_(kDefaultLockTimeout), sleeper_(own_sleeper_) {}
 
-FileCache::FileCache(std::filesystem::path dir, std::chrono::milliseconds lock_timeout,
-                     util::Sleeper& sleeper)
+FileCache::FileCache(std::filesystem::path dir, std::chrono::milliseconds lock_timeout, util::Sleeper& sleeper)
     : dir_(std::move(dir)), lock_timeout_(lock_timeout), sleeper_(sleeper) {}
 
 std::filesystem::path FileCache::record_path(const EntryKey& key) const {
@@ -124,8 +123,8 @@ void FileCache::save(const ContainerRecord& record) {
   EntryKey key = record.key();
   validate_entry_key(key);
   if (key.legacy())
-    throw cni::CniError(cni::ErrorCode::Internal, "cache entry of container " + record.container_id +
-                                                      " has no network name and cannot be saved");
+    throw cni::CniError(cni::ErrorCode::Internal,
+                        "cache entry of container " + record.container_id + " has no network name and cannot be saved");
   std::string text = serialise_reusing(record);
   std::filesystem::path temp_dir = dir_ / kTempDirName;
   ensure_dir(dir_);
@@ -258,12 +257,11 @@ int FileCache::sweep_orphan_locks() {
 std::unique_ptr<LockGuard> FileCache::lock(const std::string& container_id) {
   validate_container_id(container_id);
   if (held_by_this_thread(container_id)) {
-    throw cni::CniError(cni::ErrorCode::Internal,
-                        "container " + container_id + " is already locked by this thread");
+    throw cni::CniError(cni::ErrorCode::Internal, "container " + container_id + " is already locked by this thread");
   }
   ensure_dir(dir_);
-  auto guard = std::make_unique<Guard>(
-      *this, container_id, FileLock::acquire(lock_path(container_id), lock_timeout_, sleeper_));
+  auto guard =
+      std::make_unique<Guard>(*this, container_id, FileLock::acquire(lock_path(container_id), lock_timeout_, sleeper_));
   std::lock_guard table_lock(holders_mu_);
   holders_[container_id] = std::this_thread::get_id();
   return guard;

@@ -45,8 +45,7 @@ void ensure_dir(const std::filesystem::path& dir) {
   if (err != EEXIST) throw_io("cannot create directory", dir, err);
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0) throw_io("cannot stat directory", dir, errno);
-  if (!S_ISDIR(st.st_mode))
-    throw cni::CniError(cni::ErrorCode::Io, dir.string() + " is not a directory");
+  if (!S_ISDIR(st.st_mode)) throw cni::CniError(cni::ErrorCode::Io, dir.string() + " is not a directory");
 }
 
 void write_all(const util::UniqueFd& fd, std::string_view data, const std::filesystem::path& path) {
@@ -61,12 +60,16 @@ void write_all(const util::UniqueFd& fd, std::string_view data, const std::files
 std::optional<std::string> read_bounded(const std::filesystem::path& path, std::size_t max_bytes) {
   util::FileRead r = util::try_read_file(path.string(), max_bytes, /*follow_symlinks=*/false);
   switch (r.failure) {
-    case util::ReadFailure::None: return std::move(r.data);
-    case util::ReadFailure::Missing: return std::nullopt;
+    case util::ReadFailure::None:
+      return std::move(r.data);
+    case util::ReadFailure::Missing:
+      return std::nullopt;
     case util::ReadFailure::SymbolicLink:
     case util::ReadFailure::NotRegular:
-    case util::ReadFailure::TooLarge: corrupt_file(path, r.reason(max_bytes));
-    case util::ReadFailure::System: break;
+    case util::ReadFailure::TooLarge:
+      corrupt_file(path, r.reason(max_bytes));
+    case util::ReadFailure::System:
+      break;
   }
   throw_io("cannot read", path, r.error);
 }
@@ -89,10 +92,8 @@ void unlink_if_present(const std::filesystem::path& path) {
 
 TempFile::TempFile(const std::filesystem::path& dir, const std::string& container_id) {
   for (int attempt = 0; attempt < kTempNameAttempts; ++attempt) {
-    path_ = dir / (container_id + "." + std::to_string(::getpid()) + "." +
-                   std::to_string(temp_sequence++) + ".tmp");
-    fd_ = util::UniqueFd(
-        ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+    path_ = dir / (container_id + "." + std::to_string(::getpid()) + "." + std::to_string(temp_sequence++) + ".tmp");
+    fd_ = util::UniqueFd(::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (fd_.valid()) break;
     if (errno != EEXIST) throw_io("cannot create", path_, errno);
   }
@@ -109,8 +110,7 @@ void TempFile::commit(std::string_view data, const std::filesystem::path& target
   if (::fchmod(fd_.get(), 0600) != 0) throw_io("cannot chmod", path_, errno);
   write_all(fd_, data, path_);
   if (int err = fd_.close_checked()) throw_io("cannot close", path_, err);
-  if (::rename(path_.c_str(), target.c_str()) != 0)
-    throw_io("cannot rename " + path_.string() + " to", target, errno);
+  if (::rename(path_.c_str(), target.c_str()) != 0) throw_io("cannot rename " + path_.string() + " to", target, errno);
   owned_ = false;
 }
 

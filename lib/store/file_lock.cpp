@@ -49,8 +49,7 @@ std::optional<UniqueFd> open_lock_file(const std::filesystem::path& path) {
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) throw_io("cannot stat lock file", path, errno);
   if (!S_ISREG(st.st_mode)) {
-    throw cni::CniError(cni::ErrorCode::Io,
-                        "lock file " + path.string() + " is not a regular file");
+    throw cni::CniError(cni::ErrorCode::Io, "lock file " + path.string() + " is not a regular file");
   }
   if (!read_only && (st.st_mode & 07777) != 0600 && ::fchmod(fd.get(), 0600) != 0) {
     throw_io("cannot chmod lock file", path, errno);
@@ -60,8 +59,8 @@ std::optional<UniqueFd> open_lock_file(const std::filesystem::path& path) {
 
 }  // namespace
 
-std::unique_ptr<FileLock> FileLock::acquire(const std::filesystem::path& path,
-                                            std::chrono::milliseconds timeout, util::Sleeper& sleeper) {
+std::unique_ptr<FileLock> FileLock::acquire(const std::filesystem::path& path, std::chrono::milliseconds timeout,
+                                            util::Sleeper& sleeper) {
   std::chrono::milliseconds waited{0};
   std::chrono::milliseconds backoff{1};
   for (;;) {
@@ -74,10 +73,9 @@ std::unique_ptr<FileLock> FileLock::acquire(const std::filesystem::path& path,
       if (errno == EINTR) continue;
       if (errno != EWOULDBLOCK) throw_io("cannot lock", path, errno);
       if (waited >= timeout) {
-        throw cni::CniError(cni::ErrorCode::TryAgainLater,
-                            "timed out after " + std::to_string(timeout.count()) +
-                                " ms waiting for lock " + path.string() +
-                                " (another call for this container is still running)");
+        throw cni::CniError(cni::ErrorCode::TryAgainLater, "timed out after " + std::to_string(timeout.count()) +
+                                                               " ms waiting for lock " + path.string() +
+                                                               " (another call for this container is still running)");
       }
       std::chrono::milliseconds pause = std::min(backoff, timeout - waited);
       sleeper.sleep_for(pause);
@@ -90,8 +88,7 @@ std::unique_ptr<FileLock> FileLock::acquire(const std::filesystem::path& path,
 }
 
 void FileLock::unlink_file() {
-  if (::unlink(path_.c_str()) != 0 && errno != ENOENT)
-    throw_io("cannot remove lock file", path_, errno);
+  if (::unlink(path_.c_str()) != 0 && errno != ENOENT) throw_io("cannot remove lock file", path_, errno);
 }
 
 }  // namespace manifold::store

@@ -36,8 +36,8 @@ class FileLock final : public LockGuard {
   /// CniError(Io). On a read-only filesystem an existing lock file is locked through a read-only
   /// descriptor, and a missing one yields a lock that holds nothing (nobody can change anything
   /// there). `sleeper` is only used during the call.
-  static std::unique_ptr<FileLock> acquire(const std::filesystem::path& path,
-                                           std::chrono::milliseconds timeout, util::Sleeper& sleeper);
+  static std::unique_ptr<FileLock> acquire(const std::filesystem::path& path, std::chrono::milliseconds timeout,
+                                           util::Sleeper& sleeper);
 
   /// Deletes the lock file while still holding the lock (ENOENT is fine); waiters then retry with
   /// a fresh file. Throws CniError(Io) on other errors.

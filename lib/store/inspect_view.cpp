@@ -99,14 +99,9 @@ Json container_json(const ContainerRecord& record, bool netns_exists) {
                                {"result", s.json},
                                {"scoping", attachment_extra_json(a)}});
   }
-  return Json{{"containerId", record.container_id},
-              {"network", record.network},
-              {"netns", record.netns},
-              {"netnsExists", netns_exists},
-              {"ifname", record.ifname},
-              {"cniVersion", record.cni_version},
-              {"attachments", std::move(attachments)},
-              {"state", record.extra}};
+  return Json{{"containerId", record.container_id},    {"network", record.network}, {"netns", record.netns},
+              {"netnsExists", netns_exists},           {"ifname", record.ifname},   {"cniVersion", record.cni_version},
+              {"attachments", std::move(attachments)}, {"state", record.extra}};
 }
 
 Json list_json(const std::vector<ContainerEntry>& entries) {
@@ -151,8 +146,8 @@ std::string list_table(const std::vector<ContainerEntry>& entries, const std::st
       names.push_back(a.name.empty() ? "?" : a.name);
     }
     rows.push_back({id, or_dash(e.record->network), or_dash(e.record->ifname), or_dash(e.record->netns),
-                    e.netns_exists ? "netns present" : "netns gone",
-                    or_dash(join(ifnames, ",")), or_dash(join(names, ","))});
+                    e.netns_exists ? "netns present" : "netns gone", or_dash(join(ifnames, ",")),
+                    or_dash(join(names, ","))});
   }
   return render_table(rows);
 }

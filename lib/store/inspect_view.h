@@ -15,10 +15,10 @@ namespace manifold::store {
 
 /// One row of the entry list: a loaded record, or the error that prevented loading it.
 struct ContainerEntry {
-  EntryKey key;                          ///< the cache entry's key
-  std::optional<ContainerRecord> record; ///< nullopt when the entry could not be loaded
-  std::string error;                     ///< why it could not be loaded
-  bool netns_exists = false;             ///< whether the recorded netns path exists now
+  EntryKey key;                           ///< the cache entry's key
+  std::optional<ContainerRecord> record;  ///< nullopt when the entry could not be loaded
+  std::string error;                      ///< why it could not be loaded
+  bool netns_exists = false;              ///< whether the recorded netns path exists now
 };
 
 /// JSON for one entry: containerId, network, netns, netnsExists, ifname, cniVersion, attachments (name,

@@ -23,7 +23,9 @@ MemoryCache::MemoryCache(std::chrono::milliseconds lock_timeout) : lock_timeout_
 std::optional<ContainerRecord> MemoryCache::load(const EntryKey& key) {
   validate_entry_key(key);
   std::lock_guard lock(mu_);
-  if (corrupt_.count(key) != 0) throw cni::CniError(cni::ErrorCode::Decoding, "corrupt cache file memory:" + key.str() + ": marked corrupt by the test");
+  if (corrupt_.count(key) != 0)
+    throw cni::CniError(cni::ErrorCode::Decoding,
+                        "corrupt cache file memory:" + key.str() + ": marked corrupt by the test");
   auto it = records_.find(key);
   if (it == records_.end()) return std::nullopt;
   return it->second;
@@ -32,8 +34,8 @@ std::optional<ContainerRecord> MemoryCache::load(const EntryKey& key) {
 void MemoryCache::save(const ContainerRecord& record) {
   validate_entry_key(record.key());
   if (record.key().legacy())
-    throw cni::CniError(cni::ErrorCode::Internal, "cache entry of container " + record.container_id +
-                                                      " has no network name and cannot be saved");
+    throw cni::CniError(cni::ErrorCode::Internal,
+                        "cache entry of container " + record.container_id + " has no network name and cannot be saved");
   (void)record_text(record);  // same checks (and failures) as the file cache
   std::lock_guard lock(mu_);
   corrupt_.erase(record.key());
@@ -67,15 +69,12 @@ std::unique_ptr<LockGuard> MemoryCache::lock(const std::string& container_id) {
   std::unique_lock lock(mu_);
   auto held = holders_.find(container_id);
   if (held != holders_.end() && held->second == std::this_thread::get_id()) {
-    throw cni::CniError(cni::ErrorCode::Internal,
-                        "container " + container_id + " is already locked by this thread");
+    throw cni::CniError(cni::ErrorCode::Internal, "container " + container_id + " is already locked by this thread");
   }
-  bool free =
-      released_.wait_for(lock, lock_timeout_, [&] { return holders_.count(container_id) == 0; });
+  bool free = released_.wait_for(lock, lock_timeout_, [&] { return holders_.count(container_id) == 0; });
   if (!free) {
-    throw cni::CniError(cni::ErrorCode::TryAgainLater,
-                        "timed out after " + std::to_string(lock_timeout_.count()) +
-                            " ms waiting for the lock of container " + container_id);
+    throw cni::CniError(cni::ErrorCode::TryAgainLater, "timed out after " + std::to_string(lock_timeout_.count()) +
+                                                           " ms waiting for the lock of container " + container_id);
   }
   holders_[container_id] = std::this_thread::get_id();
   return std::make_unique<Guard>(*this, container_id);

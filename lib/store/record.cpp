@@ -29,22 +29,19 @@ bool is_id_char(char c, bool first) {
   return alnum || (!first && (c == '_' || c == '.' || c == '-'));
 }
 
-const Json& member(const Json& obj, const char* key, const std::string& where,
-                   const std::string& source) {
+const Json& member(const Json& obj, const char* key, const std::string& where, const std::string& source) {
   auto it = obj.find(key);
   if (it == obj.end()) throw_corrupt(source, "\"" + where + key + "\" is missing");
   return *it;
 }
 
-std::string string_member(const Json& obj, const char* key, const std::string& where,
-                          const std::string& source) {
+std::string string_member(const Json& obj, const char* key, const std::string& where, const std::string& source) {
   const Json& v = member(obj, key, where, source);
   if (!v.is_string()) throw_corrupt(source, "\"" + where + key + "\" is not a string");
   return v.get<std::string>();
 }
 
-Json object_member(const Json& obj, const char* key, const std::string& where,
-                   const std::string& source) {
+Json object_member(const Json& obj, const char* key, const std::string& where, const std::string& source) {
   const Json& v = member(obj, key, where, source);
   if (!v.is_object()) throw_corrupt(source, "\"" + where + key + "\" is not an object");
   return v;
@@ -81,8 +78,7 @@ Json attachment_extra_json(const AttachmentRecord& a) {
 
 namespace {
 
-AttachmentRecord attachment_from_json(const Json& j, const std::string& where,
-                                      const std::string& source) {
+AttachmentRecord attachment_from_json(const Json& j, const std::string& where, const std::string& source) {
   if (!j.is_object()) throw_corrupt(source, "\"" + where + "\" is not an object");
   std::string prefix = where + ".";
   AttachmentRecord a;
@@ -91,8 +87,7 @@ AttachmentRecord attachment_from_json(const Json& j, const std::string& where,
   a.config = string_member(j, "config", prefix, source);
   a.result = string_member(j, "result", prefix, source);
   const Json& cluster = member(j, "clusterNetwork", prefix, source);
-  if (!cluster.is_boolean())
-    throw_corrupt(source, "\"" + prefix + "clusterNetwork\" is not a boolean");
+  if (!cluster.is_boolean()) throw_corrupt(source, "\"" + prefix + "clusterNetwork\" is not a boolean");
   a.cluster_network = cluster.get<bool>();
   a.extra = object_member(j, "extra", prefix, source);
   take_typed_state(a, prefix, source);
@@ -105,11 +100,10 @@ void validate_container_id(std::string_view id) {
   if (is_valid_container_id(id)) return;
   std::string shown(id.substr(0, 64));
   if (id.size() > 64) shown += "...";
-  throw cni::CniError(cni::ErrorCode::InvalidEnv,
-                      "invalid container ID " +
-                          Json(shown).dump(-1, ' ', false, Json::error_handler_t::replace) +
-                          ": must match [A-Za-z0-9][A-Za-z0-9_.-]* and be at most " +
-                          std::to_string(kMaxContainerIdLength) + " characters");
+  throw cni::CniError(cni::ErrorCode::InvalidEnv, "invalid container ID " +
+                                                      Json(shown).dump(-1, ' ', false, Json::error_handler_t::replace) +
+                                                      ": must match [A-Za-z0-9][A-Za-z0-9_.-]* and be at most " +
+                                                      std::to_string(kMaxContainerIdLength) + " characters");
 }
 
 std::string EntryKey::str() const { return container_id + "/" + network + "/" + ifname; }
@@ -131,8 +125,7 @@ std::string entry_file_name(const std::string& network, const std::string& ifnam
 }
 
 std::optional<std::pair<std::string, std::string>> parse_entry_file_name(std::string_view name) {
-  if (name.size() <= kEntryExt.size() || name.substr(name.size() - kEntryExt.size()) != kEntryExt)
-    return std::nullopt;
+  if (name.size() <= kEntryExt.size() || name.substr(name.size() - kEntryExt.size()) != kEntryExt) return std::nullopt;
   name.remove_suffix(kEntryExt.size());
   size_t at = name.rfind('@');
   if (at == std::string_view::npos || at == 0) return std::nullopt;
@@ -164,15 +157,16 @@ void validate_entry_key(const EntryKey& key) {
     return;
   }
   if (!util::is_valid_ifname(key.ifname))
-    throw cni::CniError(cni::ErrorCode::InvalidEnv, "invalid interface name " +
-                                                        Json(key.ifname.substr(0, 32)).dump(-1, ' ', false, Json::error_handler_t::replace) +
-                                                        " for a cache entry");
+    throw cni::CniError(cni::ErrorCode::InvalidEnv,
+                        "invalid interface name " +
+                            Json(key.ifname.substr(0, 32)).dump(-1, ' ', false, Json::error_handler_t::replace) +
+                            " for a cache entry");
   size_t encoded = entry_file_name(key.network, key.ifname).size() - key.ifname.size() - 1 - kEntryExt.size();
   if (encoded > kMaxEncodedNetworkLength)
-    throw cni::CniError(cni::ErrorCode::InvalidConfig,
-                        "network name of " + std::to_string(key.network.size()) +
-                            " bytes is too long to be cached (at most " + std::to_string(kMaxEncodedNetworkLength) +
-                            " bytes of [A-Za-z0-9_-], others count three)");
+    throw cni::CniError(cni::ErrorCode::InvalidConfig, "network name of " + std::to_string(key.network.size()) +
+                                                           " bytes is too long to be cached (at most " +
+                                                           std::to_string(kMaxEncodedNetworkLength) +
+                                                           " bytes of [A-Za-z0-9_-], others count three)");
 }
 
 Json attachment_to_json(const AttachmentRecord& a) {
@@ -205,9 +199,8 @@ ContainerRecord record_from_json(const Json& j, const EntryKey& key, const std::
   const Json& version = member(j, "version", "", source);
   const bool legacy = version == kLegacyFormatVersion;
   if (kind != kFormat || (version != kFormatVersion && !legacy)) {
-    throw_corrupt(source,
-                  "unknown format " + kind.dump(-1, ' ', false, Json::error_handler_t::replace) +
-                      " version " + version.dump(-1, ' ', false, Json::error_handler_t::replace));
+    throw_corrupt(source, "unknown format " + kind.dump(-1, ' ', false, Json::error_handler_t::replace) + " version " +
+                              version.dump(-1, ' ', false, Json::error_handler_t::replace));
   }
   ContainerRecord r;
   r.container_id = string_member(j, "containerId", "", source);
@@ -224,8 +217,7 @@ ContainerRecord record_from_json(const Json& j, const EntryKey& key, const std::
   const Json& attachments = member(j, "attachments", "", source);
   if (!attachments.is_array()) throw_corrupt(source, "\"attachments\" is not an array");
   for (size_t i = 0; i < attachments.size(); ++i) {
-    r.attachments.push_back(
-        attachment_from_json(attachments[i], "attachments[" + std::to_string(i) + "]", source));
+    r.attachments.push_back(attachment_from_json(attachments[i], "attachments[" + std::to_string(i) + "]", source));
   }
   r.extra = object_member(j, "extra", "", source);
   return r;
@@ -240,9 +232,8 @@ void check_storable(const ContainerRecord& record) {
   }
   for (const AttachmentRecord& a : record.attachments) {
     if (!a.extra.is_object()) {
-      throw cni::CniError(
-          cni::ErrorCode::Internal,
-          "cache record of " + record.container_id + ": extra of " + a.name + " is not an object");
+      throw cni::CniError(cni::ErrorCode::Internal,
+                          "cache record of " + record.container_id + ": extra of " + a.name + " is not an object");
     }
   }
 }
@@ -254,17 +245,16 @@ std::string compact_json(const Json& value, const ContainerRecord& record) {
   try {
     return value.dump();
   } catch (const Json::exception& e) {
-    throw cni::CniError(cni::ErrorCode::Internal, "cannot cache container " + record.container_id +
-                                                      ": " + std::string(e.what()));
+    throw cni::CniError(cni::ErrorCode::Internal,
+                        "cannot cache container " + record.container_id + ": " + std::string(e.what()));
   }
 }
 
 std::string finish_text(std::string text, const ContainerRecord& record) {
   text += '\n';
   if (text.size() > kMaxCacheFileBytes) {
-    throw cni::CniError(cni::ErrorCode::Io, "cache record of container " + record.container_id +
-                                                " is " + std::to_string(text.size()) +
-                                                " bytes, more than the limit of " +
+    throw cni::CniError(cni::ErrorCode::Io, "cache record of container " + record.container_id + " is " +
+                                                std::to_string(text.size()) + " bytes, more than the limit of " +
                                                 std::to_string(kMaxCacheFileBytes));
   }
   return text;
@@ -296,12 +286,10 @@ std::string assemble_record_text(const ContainerRecord& record, const std::vecto
   return finish_text(std::move(text), record);
 }
 
-
 Json parse_record_json(const std::string& text, const std::string& source) {
   Json::parser_callback_t depth_limit = [&source](int depth, Json::parse_event_t, Json&) {
     if (depth > kMaxCacheJsonDepth) {
-      throw_corrupt(source,
-                    "JSON nested deeper than " + std::to_string(kMaxCacheJsonDepth) + " levels");
+      throw_corrupt(source, "JSON nested deeper than " + std::to_string(kMaxCacheJsonDepth) + " levels");
     }
     return true;
   };

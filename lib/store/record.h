@@ -53,7 +53,7 @@ struct EntryKey {
   /// The network's name; "" names the one entry a container had in the first layout, which
   /// recorded no network (such an entry's `ifname` is "" as well).
   std::string network;
-  std::string ifname;        ///< CNI_IFNAME
+  std::string ifname;  ///< CNI_IFNAME
   /// "<containerID>/<network>/<ifname>", for messages.
   std::string str() const;
   /// True for the key of a first-layout entry.

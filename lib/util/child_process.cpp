@@ -110,8 +110,7 @@ Started fork_and_exec(ChildPlan plan) {
     got = ::read(report.read_end.get(), msg, sizeof msg);
   } while (got < 0 && errno == EINTR);
   if (got != static_cast<ssize_t>(sizeof msg)) return {pid, ChildStep::None, 0};
-  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {}
   return {-1, static_cast<ChildStep>(msg[0]), msg[1]};
 }
 
@@ -130,9 +129,9 @@ class SpawnAttributes {
     sigdelset(&all, SIGKILL);
     sigdelset(&all, SIGSTOP);
     try {
-      check_spawn(posix_spawnattr_setflags(&attr_, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                                       POSIX_SPAWN_SETSIGDEF),
-                  "posix_spawnattr_setflags");
+      check_spawn(
+          posix_spawnattr_setflags(&attr_, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF),
+          "posix_spawnattr_setflags");
       check_spawn(posix_spawnattr_setpgroup(&attr_, 0), "posix_spawnattr_setpgroup");
       check_spawn(posix_spawnattr_setsigmask(&attr_, &none), "posix_spawnattr_setsigmask");
       check_spawn(posix_spawnattr_setsigdefault(&attr_, &all), "posix_spawnattr_setsigdefault");
@@ -190,8 +189,7 @@ Started spawn(const ChildPlan& plan) {
 Started start(const ChildSpec& spec, const ChildPlan& plan, Sleeper& sleeper) {
   for (int attempt = 0;; ++attempt) {
     Started started = plan.netns_fd >= 0 ? fork_and_exec(plan) : spawn(plan);
-    if (started.step != ChildStep::Exec || started.err != ETXTBSY || attempt >= spec.text_busy_retries)
-      return started;
+    if (started.step != ChildStep::Exec || started.err != ETXTBSY || attempt >= spec.text_busy_retries) return started;
     sleeper.sleep_for(spec.text_busy_backoff * (1 << attempt));
   }
 }
@@ -234,11 +232,11 @@ ChildResult run_child(const ChildSpec& spec, Sleeper& sleeper) {
   Pipe in = detail::make_pipe(), out = detail::make_pipe(), err = detail::make_pipe();
   UniqueFd stdin_copy, stdout_copy;
   const int child_in = spec.stdin_fd >= 0 ? above_stdio_borrowed(spec.stdin_fd, stdin_copy) : in.read_end.get();
-  const int child_out =
-      spec.stdout_fd >= 0 ? above_stdio_borrowed(spec.stdout_fd, stdout_copy) : out.write_end.get();
+  const int child_out = spec.stdout_fd >= 0 ? above_stdio_borrowed(spec.stdout_fd, stdout_copy) : out.write_end.get();
   const std::vector<char*> c_argv = c_array(argv), c_env = c_array(spec.env);
-  const ChildPlan plan{spec.path.c_str(), c_argv.data(), c_env.data(), spec.netns_fd,
-                       {child_in, child_out, err.write_end.get()}, -1, highest_fd_to_close()};
+  const ChildPlan plan{
+      spec.path.c_str(),    c_argv.data(), c_env.data(), spec.netns_fd, {child_in, child_out, err.write_end.get()}, -1,
+      highest_fd_to_close()};
   const Started started = start(spec, plan, sleeper);
   if (started.step != ChildStep::None) return start_failure(started.step, started.err);
 
@@ -276,8 +274,7 @@ bool run_detached(const std::function<void()>& work) {
     work();
     ::_exit(0);
   }
-  while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {}
   return true;
 }
 

@@ -35,8 +35,7 @@ constexpr int kFinalDrainRounds = 4;
 void set_nonblocking(const UniqueFd& fd) {
   if (!fd.valid()) return;
   int flags = ::fcntl(fd.get(), F_GETFL);
-  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags | O_NONBLOCK) < 0)
-    throw_child_error("fcntl(O_NONBLOCK)", errno);
+  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags | O_NONBLOCK) < 0) throw_child_error("fcntl(O_NONBLOCK)", errno);
 }
 
 /// A pidfd for `pid` (always close-on-exec), or -1 on kernels before 5.3. Called through syscall()
@@ -106,9 +105,7 @@ Steady::time_point after(Steady::time_point now, std::chrono::milliseconds d) {
 
 }  // namespace
 
-void throw_child_error(const std::string& what, int err) {
-  throw ChildError(what + ": " + std::strerror(err));
-}
+void throw_child_error(const std::string& what, int err) { throw ChildError(what + ": " + std::strerror(err)); }
 
 UniqueFd above_stdio(UniqueFd fd) {
   if (fd.get() >= 3) return fd;
@@ -137,8 +134,7 @@ SigpipeBlock::~SigpipeBlock() {
   sigset_t pending;
   if (!was_pending_ && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1) {
     const timespec zero{};
-    while (sigtimedwait(&pipe_set_, nullptr, &zero) < 0 && errno == EINTR) {
-    }
+    while (sigtimedwait(&pipe_set_, nullptr, &zero) < 0 && errno == EINTR) {}
   }
   pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
 }

@@ -79,9 +79,9 @@ class RunningChild {
 
 /// One captured output stream.
 struct Capture {
-  UniqueFd fd;            ///< the parent's read end (invalid once closed)
-  std::string* data;      ///< where the bytes go
-  std::size_t cap;        ///< bytes kept at most
+  UniqueFd fd;              ///< the parent's read end (invalid once closed)
+  std::string* data;        ///< where the bytes go
+  std::size_t cap;          ///< bytes kept at most
   bool overflowed = false;  ///< more than `cap` bytes arrived
 };
 
@@ -90,8 +90,7 @@ class ChildIo {
  public:
   /// Takes the parent's ends: `stdin_end` (may be invalid), and the read ends of stdout and stderr
   /// (stdout may be invalid when it is redirected), capturing into `result`.
-  ChildIo(UniqueFd stdin_end, UniqueFd stdout_end, UniqueFd stderr_end, const ChildSpec& spec,
-          ChildResult& result);
+  ChildIo(UniqueFd stdin_end, UniqueFd stdout_end, UniqueFd stderr_end, const ChildSpec& spec, ChildResult& result);
 
   /// Feeds stdin and drains the outputs until the child exited and both outputs closed, the
   /// timeout expired, stdout overflowed with kill_on_stdout_overflow, or outputs stayed open for

@@ -30,12 +30,17 @@ FileRead failed(ReadFailure why, int error = 0) {
 
 std::string FileRead::reason(std::size_t max_bytes) const {
   switch (failure) {
-    case ReadFailure::None: return "no error";
+    case ReadFailure::None:
+      return "no error";
     case ReadFailure::Missing:
-    case ReadFailure::System: return std::strerror(error);
-    case ReadFailure::SymbolicLink: return "it is a symbolic link";
-    case ReadFailure::NotRegular: return "not a regular file";
-    case ReadFailure::TooLarge: return "file is larger than " + std::to_string(max_bytes) + " bytes";
+    case ReadFailure::System:
+      return std::strerror(error);
+    case ReadFailure::SymbolicLink:
+      return "it is a symbolic link";
+    case ReadFailure::NotRegular:
+      return "not a regular file";
+    case ReadFailure::TooLarge:
+      return "file is larger than " + std::to_string(max_bytes) + " bytes";
   }
   return "unknown error";
 }

@@ -26,9 +26,9 @@ enum class ReadFailure {
 
 /// The outcome of try_read_file.
 struct FileRead {
-  std::string data;                       ///< the contents; empty unless failure is None
+  std::string data;                         ///< the contents; empty unless failure is None
   ReadFailure failure = ReadFailure::None;  ///< why the read failed
-  int error = 0;                          ///< errno for Missing and System
+  int error = 0;                            ///< errno for Missing and System
   /// True when the read succeeded.
   bool ok() const { return failure == ReadFailure::None; }
   /// A short English reason ("No such file or directory", "not a regular file", "larger than N

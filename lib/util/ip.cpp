@@ -16,9 +16,7 @@ namespace {
 // Longest textual IPv6 address, e.g. "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255".
 constexpr std::size_t kMaxIpText = INET6_ADDRSTRLEN - 1;
 
-bool is_hex(char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
+bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
 // Parses a prefix length: 1–3 decimal digits, no sign, no leading zero (except "0").
 std::optional<int> parse_prefix_len(std::string_view s) {
@@ -42,13 +40,10 @@ std::string IpAddress::str() const {
 }
 
 bool IpAddress::is_unspecified() const {
-  return std::all_of(bytes.begin(), bytes.begin() + static_cast<long>(size()),
-                     [](std::uint8_t b) { return b == 0; });
+  return std::all_of(bytes.begin(), bytes.begin() + static_cast<long>(size()), [](std::uint8_t b) { return b == 0; });
 }
 
-bool IpAddress::is_ipv6_link_local() const {
-  return family == 6 && bytes[0] == 0xfe && (bytes[1] & 0xc0) == 0x80;
-}
+bool IpAddress::is_ipv6_link_local() const { return family == 6 && bytes[0] == 0xfe && (bytes[1] & 0xc0) == 0x80; }
 
 std::string IpPrefix::str() const { return address.str() + "/" + std::to_string(prefix_len); }
 
@@ -59,8 +54,7 @@ IpPrefix IpPrefix::masked() const {
   const int total_bits = static_cast<int>(out.address.bytes.size()) * 8;
   const int keep = std::min(std::max(prefix_len, 0), address.bits());
   for (int bit = keep; bit < total_bits; ++bit)
-    out.address.bytes[static_cast<std::size_t>(bit / 8)] &=
-        static_cast<std::uint8_t>(~(0x80u >> (bit % 8)));
+    out.address.bytes[static_cast<std::size_t>(bit / 8)] &= static_cast<std::uint8_t>(~(0x80u >> (bit % 8)));
   return out;
 }
 

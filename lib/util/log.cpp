@@ -12,10 +12,14 @@ namespace {
 
 const char* level_name(LogLevel l) {
   switch (l) {
-    case LogLevel::Panic: return "panic";
-    case LogLevel::Error: return "error";
-    case LogLevel::Verbose: return "verbose";
-    case LogLevel::Debug: return "debug";
+    case LogLevel::Panic:
+      return "panic";
+    case LogLevel::Error:
+      return "error";
+    case LogLevel::Verbose:
+      return "verbose";
+    case LogLevel::Debug:
+      return "debug";
   }
   return "?";
 }
@@ -33,11 +37,16 @@ void write_all(int fd, std::string_view s) {
 bool parse_log_level(std::string_view text, LogLevel& out) {
   std::string lower;
   for (char c : text) lower.push_back(static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c));
-  if (lower == "panic") out = LogLevel::Panic;
-  else if (lower == "error") out = LogLevel::Error;
-  else if (lower == "verbose") out = LogLevel::Verbose;
-  else if (lower == "debug") out = LogLevel::Debug;
-  else return false;
+  if (lower == "panic")
+    out = LogLevel::Panic;
+  else if (lower == "error")
+    out = LogLevel::Error;
+  else if (lower == "verbose")
+    out = LogLevel::Verbose;
+  else if (lower == "debug")
+    out = LogLevel::Debug;
+  else
+    return false;
   return true;
 }
 
@@ -83,8 +92,8 @@ std::string rfc3339_now() {
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
   return buf;
 }
 

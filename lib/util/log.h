@@ -74,15 +74,23 @@ void log_at(LogLevel level, A&&... parts) {
 
 /// Logs an error-level message built by streaming every argument.
 template <class... A>
-void log_error(A&&... parts) { detail::log_at(LogLevel::Error, std::forward<A>(parts)...); }
+void log_error(A&&... parts) {
+  detail::log_at(LogLevel::Error, std::forward<A>(parts)...);
+}
 /// Logs a verbose-level message.
 template <class... A>
-void log_verbose(A&&... parts) { detail::log_at(LogLevel::Verbose, std::forward<A>(parts)...); }
+void log_verbose(A&&... parts) {
+  detail::log_at(LogLevel::Verbose, std::forward<A>(parts)...);
+}
 /// Logs a debug-level message.
 template <class... A>
-void log_debug(A&&... parts) { detail::log_at(LogLevel::Debug, std::forward<A>(parts)...); }
+void log_debug(A&&... parts) {
+  detail::log_at(LogLevel::Debug, std::forward<A>(parts)...);
+}
 /// Logs a warning; warnings are written at the verbose level (Multus has no warning level).
 template <class... A>
-void log_warning(A&&... parts) { detail::log_at(LogLevel::Verbose, "warning: ", std::forward<A>(parts)...); }
+void log_warning(A&&... parts) {
+  detail::log_at(LogLevel::Verbose, "warning: ", std::forward<A>(parts)...);
+}
 
 }  // namespace manifold::util

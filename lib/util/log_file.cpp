@@ -50,8 +50,7 @@ bool write_all(int fd, std::string_view data) {
 class FlockGuard {
  public:
   explicit FlockGuard(int fd) : fd_(fd) {
-    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
-    }
+    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {}
   }
   ~FlockGuard() { (void)::flock(fd_, LOCK_UN); }
   FlockGuard(const FlockGuard&) = delete;
@@ -86,8 +85,8 @@ std::string backup_stamp(system_clock::time_point t) {
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char buf[40];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d-%02d-%02d.%03d", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, milli);
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d-%02d-%02d.%03d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, milli);
   return buf;
 }
 
@@ -136,18 +135,18 @@ std::vector<Backup> find_backups(const std::string& log_path) {
     if (!parse_stamp(rest, t)) continue;
     out.push_back({it->path().string(), t});
   }
-  std::sort(out.begin(), out.end(), [](const Backup& a, const Backup& b) {
-    return a.time != b.time ? a.time > b.time : a.path > b.path;
-  });
+  std::sort(out.begin(), out.end(),
+            [](const Backup& a, const Backup& b) { return a.time != b.time ? a.time > b.time : a.path > b.path; });
   return out;
 }
 
 // The secret-key rule of is_secret_key, on a lower-cased key without '-' and '_'.
 bool secret_normalized(const std::string& k) {
-  auto ends_with = [&](std::string_view s) { return k.size() >= s.size() && k.compare(k.size() - s.size(), s.size(), s) == 0; };
+  auto ends_with = [&](std::string_view s) {
+    return k.size() >= s.size() && k.compare(k.size() - s.size(), s.size(), s) == 0;
+  };
   auto contains = [&](std::string_view s) { return k.find(s) != std::string::npos; };
-  if (ends_with("file") || ends_with("path") || ends_with("files") || ends_with("dir") || k == "metadata")
-    return false;
+  if (ends_with("file") || ends_with("path") || ends_with("files") || ends_with("dir") || k == "metadata") return false;
   for (std::string_view s : {"token", "password", "passwd", "secret", "credential", "privatekey", "apikey",
                              "authorization", "bearer", "passphrase", "cookie"})
     if (contains(s)) return true;
@@ -159,8 +158,8 @@ Json redact_value(const Json& v, int depth) {
   if (v.is_object()) {
     Json out = Json::object();
     for (auto it = v.begin(); it != v.end(); ++it) {
-      out[it.key()] = (is_secret_key(it.key()) && !it.value().is_null()) ? Json("<redacted>")
-                                                                        : redact_value(it.value(), depth + 1);
+      out[it.key()] =
+          (is_secret_key(it.key()) && !it.value().is_null()) ? Json("<redacted>") : redact_value(it.value(), depth + 1);
     }
     return out;
   }
@@ -216,7 +215,8 @@ void FileLogSink::reopen() {
 }
 
 void FileLogSink::rotate_if_needed(std::size_t incoming) {
-  struct stat held {}, named {};
+  struct stat held {
+  }, named{};
   if (::fstat(fd_.get(), &held) != 0) return;
   // The path may have been rotated (or removed) by another process since we opened it.
   if (::stat(path_.c_str(), &named) != 0 || named.st_ino != held.st_ino || named.st_dev != held.st_dev) {

@@ -86,8 +86,7 @@ class FileLogSink final : public LogSink {
   /// Opens (creates, 0600) `path` for appending; check ok() afterwards. `clock` and `compressor`
   /// default to the real ones; `background` (where backups are compressed) defaults to inline.
   FileLogSink(std::string path, RotationPolicy policy, std::shared_ptr<const WallClock> clock = nullptr,
-              std::shared_ptr<Compressor> compressor = nullptr,
-              std::shared_ptr<BackgroundRunner> background = nullptr);
+              std::shared_ptr<Compressor> compressor = nullptr, std::shared_ptr<BackgroundRunner> background = nullptr);
   /// Opens `path` with the default policy.
   explicit FileLogSink(const std::string& path);
   ~FileLogSink() override;

@@ -72,7 +72,7 @@ class GzipProcessCompressor final : public Compressor {
     spec.stdin_fd = in.get();
     spec.stdout_fd = out.get();
     spec.timeout = std::chrono::hours(1);  // a log of maxSize takes seconds; this stops a hung gzip
-    ChildResult r = run_child(spec);  // a ChildError is a std::runtime_error naming the failed call
+    ChildResult r = run_child(spec);       // a ChildError is a std::runtime_error naming the failed call
     if (r.failed_step != ChildStep::None)
       throw std::runtime_error("cannot run " + gzip + ": " + std::strerror(r.start_errno));
     if (r.exit_code != 0) throw std::runtime_error(gzip + " failed compressing " + src);

@@ -62,8 +62,9 @@ void add_install_flags(CLI::App& cmd, InstallOptions& o) {
 }  // namespace
 
 int run_cli(int argc, char** argv) {
-  CLI::App app{"manifold: a CNI meta-plugin. Run by the container runtime with CNI_COMMAND set; "
-               "otherwise a tool for operators."};
+  CLI::App app{
+      "manifold: a CNI meta-plugin. Run by the container runtime with CNI_COMMAND set; "
+      "otherwise a tool for operators."};
   app.require_subcommand(1);
 
   auto* version = app.add_subcommand("version", "print the version, commit, CNI versions and build flags");

@@ -56,8 +56,8 @@ Outcome collect(store::Cache& cache, const store::ContainerRecord& record, const
   if (!record.network.empty()) engine::keep_failed(cache, record, failed);
   store::ContainerRecord left = record;
   left.attachments = failed;
-  std::cout << "kept " << record.key().str() << ": DEL of " << networks_of(left) << " failed: "
-            << (error ? error->msg() : std::string("unknown error")) << "\n";
+  std::cout << "kept " << record.key().str() << ": DEL of " << networks_of(left)
+            << " failed: " << (error ? error->msg() : std::string("unknown error")) << "\n";
   return Outcome::Kept;
 }
 
@@ -105,9 +105,15 @@ int run_gc(const GcOptions& options) {
   for (const auto& key : keys) {
     try {
       switch (handle(cache, key, options, env)) {
-        case Outcome::Alive: ++kept; break;
-        case Outcome::Collected: ++collected; break;
-        case Outcome::Kept: ++failed; break;
+        case Outcome::Alive:
+          ++kept;
+          break;
+        case Outcome::Collected:
+          ++collected;
+          break;
+        case Outcome::Kept:
+          ++failed;
+          break;
       }
     } catch (const cni::CniError& e) {
       std::cout << "kept " << key.str() << ": " << e.msg() << "\n";

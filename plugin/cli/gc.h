@@ -16,8 +16,8 @@ namespace manifold::plugin {
 struct GcOptions {
   std::string cni_dir = "/var/lib/cni/manifold";  ///< the cache directory (cniDir)
   std::string bin_dir = "/opt/cni/bin";           ///< searched for delegates before each entry's CNI_PATH
-  int delegate_timeout_s = 60;                     ///< bound of each delegate DEL
-  bool dry_run = false;                            ///< report the plan only
+  int delegate_timeout_s = 60;                    ///< bound of each delegate DEL
+  bool dry_run = false;                           ///< report the plan only
 };
 
 /// Prints one line per collected (or collectable) entry and a summary on stdout. Returns 0, or 1

@@ -31,7 +31,8 @@ std::string resolve_id(store::FileCache& cache, const std::string& wanted) {
   if (matches.empty()) {
     std::cerr << "manifold inspect: no cache entry for container " << wanted << " in " << cache.dir().string() << "\n";
   } else {
-    std::cerr << "manifold inspect: " << wanted << " matches " << matches.size() << " containers; give more of the ID\n";
+    std::cerr << "manifold inspect: " << wanted << " matches " << matches.size()
+              << " containers; give more of the ID\n";
   }
   return {};
 }
@@ -65,8 +66,10 @@ int run_inspect(const InspectOptions& options) {
   try {
     if (options.container_id.empty()) {
       auto entries = load_entries(cache, cache.list());
-      if (options.json) std::cout << store::list_json(entries).dump(2) << "\n";
-      else std::cout << store::list_table(entries, options.cni_dir);
+      if (options.json)
+        std::cout << store::list_json(entries).dump(2) << "\n";
+      else
+        std::cout << store::list_table(entries, options.cni_dir);
       return 0;
     }
     std::string id = resolve_id(cache, options.container_id);
@@ -79,11 +82,15 @@ int run_inspect(const InspectOptions& options) {
         std::cerr << "manifold inspect: cache entry " << e.key.str() << " is unreadable: " << e.error << "\n";
         return 1;
       }
-      if (options.json) all.push_back(store::container_json(*e.record, e.netns_exists));
-      else text += (text.empty() ? "" : "\n") + store::container_text(*e.record, e.netns_exists);
+      if (options.json)
+        all.push_back(store::container_json(*e.record, e.netns_exists));
+      else
+        text += (text.empty() ? "" : "\n") + store::container_text(*e.record, e.netns_exists);
     }
-    if (options.json) std::cout << (all.size() == 1 ? all[0] : all).dump(2) << "\n";
-    else std::cout << text;
+    if (options.json)
+      std::cout << (all.size() == 1 ? all[0] : all).dump(2) << "\n";
+    else
+      std::cout << text;
     return 0;
   } catch (const cni::CniError& e) {
     std::cerr << "manifold inspect: " << e.msg() << "\n";

@@ -9,9 +9,9 @@ namespace manifold::plugin {
 
 /// What to show.
 struct InspectOptions {
-  std::string container_id;                    ///< "" lists every container; a unique prefix is accepted
+  std::string container_id;                       ///< "" lists every container; a unique prefix is accepted
   std::string cni_dir = "/var/lib/cni/manifold";  ///< the cache directory (cniDir)
-  bool json = false;                           ///< print JSON instead of a table
+  bool json = false;                              ///< print JSON instead of a table
 };
 
 /// Prints the view on stdout. Returns 0, 1 when the container is unknown or ambiguous or its entry

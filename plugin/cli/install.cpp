@@ -119,7 +119,8 @@ bool files_identical(const std::string& a, const std::string& b) {
 void install_binary(const InstallOptions& o) {
   std::string src = o.bin_source.empty() ? "/proc/self/exe" : o.bin_source;
   if (!cni::is_plain_plugin_type(o.binary_name))
-    throw cni::CniError(cni::ErrorCode::InvalidConfig, "--binary-name must be a file name, got \"" + o.binary_name + "\"");
+    throw cni::CniError(cni::ErrorCode::InvalidConfig,
+                        "--binary-name must be a file name, got \"" + o.binary_name + "\"");
   std::error_code ec;
   if (!fs::is_directory(o.bin_dir, ec)) fs::create_directories(o.bin_dir, ec);
   if (ec) throw cni::CniError(cni::ErrorCode::Io, "cannot create " + o.bin_dir + ": " + ec.message());
@@ -229,9 +230,9 @@ void remove_generated(const std::string& conf_dir, const std::string& keep) {
 void write_config(const InstallOptions& o, const Paths& p, const Inputs& in) {
   Json primary = Json::parse(in.primary_text, nullptr, false);
   if (primary.is_discarded() || !primary.is_object())
-    throw cni::CniError(cni::ErrorCode::InvalidConfig,
-                        "the primary CNI config " + (fs::path(o.conf_dir) / in.primary_name).string() +
-                            " is not a JSON object");
+    throw cni::CniError(
+        cni::ErrorCode::InvalidConfig,
+        "the primary CNI config " + (fs::path(o.conf_dir) / in.primary_name).string() + " is not a JSON object");
   cni::GenerateSettings s;
   s.network_name = o.network_name;
   s.cni_version = o.cni_version;

@@ -10,10 +10,10 @@ void configure_logging(const cni::MetaConfig& config, const cni::Invocation& inv
   log.set_level(config.log_level);
   auto file = config.log_file.empty()
                   ? nullptr
-                  : util::open_log_file(config.log_file,
-                                        util::rotation_from_log_options(
-                                            config.log_options.max_size_mb, config.log_options.max_backups,
-                                            config.log_options.max_age_days, config.log_options.compress));
+                  : util::open_log_file(
+                        config.log_file,
+                        util::rotation_from_log_options(config.log_options.max_size_mb, config.log_options.max_backups,
+                                                        config.log_options.max_age_days, config.log_options.compress));
   bool have_file = file != nullptr;
   log.set_file_sink(std::move(file));
   log.set_to_stderr(config.log_to_stderr || (!config.log_file.empty() && !have_file));

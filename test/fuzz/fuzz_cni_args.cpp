@@ -60,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!args.pairs().empty()) check_delegate_args(args, {{args.pairs().front().first, "replaced"}});
   }
 
-  std::map<std::string, std::string> env = {{"CNI_COMMAND", "ADD"},      {"CNI_CONTAINERID", "c0ffee"},
+  std::map<std::string, std::string> env = {{"CNI_COMMAND", "ADD"},        {"CNI_CONTAINERID", "c0ffee"},
                                             {"CNI_NETNS", "/run/netns/x"}, {"CNI_IFNAME", "eth0"},
                                             {"CNI_PATH", "/opt/cni/bin"},  {"CNI_ARGS", std::string(input)}};
   NoopHandlers handlers;

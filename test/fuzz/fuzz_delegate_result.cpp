@@ -46,7 +46,8 @@ cni::Result as_carried_by(cni::Result r, const std::string& version) {
       i.socket_path.clear();
       i.pci_id.clear();
     }
-    for (cni::Route& route : r.routes) route.mtu = route.advmss = route.priority = route.table = route.scope = std::nullopt;
+    for (cni::Route& route : r.routes)
+      route.mtu = route.advmss = route.priority = route.table = route.scope = std::nullopt;
   }
   if (cni::result_family(v) == cni::ResultFamily::V02) r.routes.clear();
   return r;

@@ -58,7 +58,8 @@ void check_del_payload(const std::string& payload, const std::string& ifname) {
   for (const std::string& line : lines_of(payload)) {
     if (line == "*nat" || line == "COMMIT") continue;
     if (line.rfind(":", 0) == 0) {
-      if (line != ":" + in + " - [0:0]" && line != ":" + out + " - [0:0]") fuzz::fuzz_bug("DEL flushes a foreign chain: " + line);
+      if (line != ":" + in + " - [0:0]" && line != ":" + out + " - [0:0]")
+        fuzz::fuzz_bug("DEL flushes a foreign chain: " + line);
     } else if (line.rfind("-X ", 0) == 0) {
       if (line != "-X " + in && line != "-X " + out) fuzz::fuzz_bug("DEL deletes a foreign chain: " + line);
     } else if (line.rfind("-D ", 0) == 0) {

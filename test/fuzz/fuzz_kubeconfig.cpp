@@ -51,8 +51,7 @@ void use(const k8s::ClusterAuth& auth, util::FakeFileReader& files) {
   });
   for (const k8s::HttpRequest& request : transport.requests()) {
     for (const auto& [name, value] : request.headers) {
-      if (name == "Authorization" &&
-          (value.rfind("Bearer ", 0) != 0 || !k8s::is_valid_bearer_token(value.substr(7))))
+      if (name == "Authorization" && (value.rfind("Bearer ", 0) != 0 || !k8s::is_valid_bearer_token(value.substr(7))))
         fuzz::fuzz_bug("an invalid bearer token reached a request header");
     }
   }
@@ -83,6 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                      {"KUBERNETES_SERVICE_PORT", std::string(rest.substr(0, rest.find('\n')))}});
   files.add("/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", kCertPem);
   std::optional<k8s::ClusterAuth> in_cluster;
-  if (fuzz::accepts([&] { in_cluster = k8s::find_cluster_auth("", env, files); }) && in_cluster) use(*in_cluster, files);
+  if (fuzz::accepts([&] { in_cluster = k8s::find_cluster_auth("", env, files); }) && in_cluster)
+    use(*in_cluster, files);
   return 0;
 }

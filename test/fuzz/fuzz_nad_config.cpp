@@ -45,7 +45,8 @@ void use_delegate(Json config) {
   (void)k8s::nad_resource_name(config);
   fuzz::accepts([&] { k8s::merge_cni_args(config, Json{{"mesh", {{"enabled", true}}}, {"label", "x"}}); });
   fuzz::accepts([&] { cni::validate_delegate_shape(config, "NAD"); });
-  Json prepared = cni::prepare_delegate(config, Json{{"portMappings", Json::array()}, {"ips", {"10.1.1.5/24"}}}, "1.0.0");
+  Json prepared =
+      cni::prepare_delegate(config, Json{{"portMappings", Json::array()}, {"ips", {"10.1.1.5/24"}}}, "1.0.0");
   fuzz::must_parse(prepared.dump(), "prepare_delegate");
   auto mesh = config.find("mesh");
   fuzz::accepts([&] { (void)scoping::merge_mesh_layers(Json(), mesh == config.end() ? Json() : *mesh, Json()); });
@@ -64,9 +65,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input = fuzz::as_text(data, size);
   Json nad = {{"apiVersion", "k8s.cni.cncf.io/v1"},
               {"kind", "NetworkAttachmentDefinition"},
-              {"metadata", {{"name", "macvlan-conf"},
-                            {"namespace", "default"},
-                            {"annotations", {{k8s::kResourceNameAnnotation, "intel.com/sriov"}}}}},
+              {"metadata",
+               {{"name", "macvlan-conf"},
+                {"namespace", "default"},
+                {"annotations", {{k8s::kResourceNameAnnotation, "intel.com/sriov"}}}}},
               {"spec", {{"config", std::string()}}}};
   // spec.config is a JSON string: the input must be valid UTF-8 to get there, as from the API.
   const std::string text = util::sanitize_utf8(input);

@@ -38,7 +38,8 @@ void check_element(const k8s::SelectionElement& e) {
   (void)cni::delegate_cni_args(cni::CniArgs::parse("K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0"), pairs);
 
   Json conf = {{"cniVersion", "1.0.0"}, {"name", e.name}, {"type", "macvlan"}};
-  Json list = {{"cniVersion", "1.0.0"}, {"name", e.name},
+  Json list = {{"cniVersion", "1.0.0"},
+               {"name", e.name},
                {"plugins", {{{"type", "bridge"}}, {{"type", "tuning"}, {"args", {{"cni", {{"x", 1}}}}}}}}};
   fuzz::accepts([&] { k8s::merge_cni_args(conf, e.cni_args); });
   fuzz::accepts([&] { k8s::merge_cni_args(list, e.cni_args); });

@@ -54,9 +54,8 @@ std::string handle(const cni::Invocation& inv) {
         check_splice(text);
       }
       auto mesh = delegate.find("mesh");
-      fuzz::accepts([&] {
-        (void)scoping::merge_mesh_layers(top_mesh, mesh == delegate.end() ? Json() : *mesh, Json());
-      });
+      fuzz::accepts(
+          [&] { (void)scoping::merge_mesh_layers(top_mesh, mesh == delegate.end() ? Json() : *mesh, Json()); });
     }
     check_splice(inv.stdin_data);
     return kAnswer;
@@ -81,8 +80,9 @@ std::map<std::string, std::string> env_for(const char* command) {
           {"CNI_NETNS", "/var/run/netns/cni-1234"},
           {"CNI_IFNAME", "eth0"},
           {"CNI_PATH", "/opt/cni/bin:/usr/lib/cni"},
-          {"CNI_ARGS", "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0;"
-                       "K8S_POD_INFRA_CONTAINER_ID=3f0a9c5e;K8S_POD_UID=0b4c8f5e-1d2a-4c3b-9e8f-7a6b5c4d3e2f"}};
+          {"CNI_ARGS",
+           "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0;"
+           "K8S_POD_INFRA_CONTAINER_ID=3f0a9c5e;K8S_POD_UID=0b4c8f5e-1d2a-4c3b-9e8f-7a6b5c4d3e2f"}};
 }
 
 }  // namespace

@@ -30,18 +30,18 @@ inline bool skipped = false;
 }  // namespace manifold::itest
 
 /// Ends the current test as skipped (outside CI) or failed (CI=true), saying why.
-#define ITEST_SKIP(why)                                                       \
-  do {                                                                        \
+#define ITEST_SKIP(why)                                                        \
+  do {                                                                         \
     if (::manifold::itest::in_ci()) FAIL("cannot run under CI=true: " << why); \
-    ::manifold::itest::skipped = true;                                        \
-    WARN("skipped: " << why);                                                 \
-    return;                                                                   \
+    ::manifold::itest::skipped = true;                                         \
+    WARN("skipped: " << why);                                                  \
+    return;                                                                    \
   } while (false)
 
 /// The suite's main() (in a file defining CATCH_CONFIG_RUNNER): 1 on a failure, kSkipExitCode when
 /// a test skipped itself, else 0.
-#define ITEST_MAIN                                                              \
-  int main(int argc, char** argv) {                                             \
-    if (Catch::Session().run(argc, argv) != 0) return 1;                        \
-    return ::manifold::itest::skipped ? ::manifold::itest::kSkipExitCode : 0;   \
+#define ITEST_MAIN                                                            \
+  int main(int argc, char** argv) {                                           \
+    if (Catch::Session().run(argc, argv) != 0) return 1;                      \
+    return ::manifold::itest::skipped ? ::manifold::itest::kSkipExitCode : 0; \
   }

@@ -184,7 +184,8 @@ TEST_CASE("check fails after deleting any one rule and passes otherwise", "[fire
                       "\n-X CNIMESH-IN-net1\nCOMMIT\n")
               .rc == 0);
   const auto diffs = check_mesh(runner, state, cfg);
-  CHECK(std::any_of(diffs.begin(), diffs.end(), [](const std::string& d) { return has(d, "chain CNIMESH-IN-net1 is missing"); }));
+  CHECK(std::any_of(diffs.begin(), diffs.end(),
+                    [](const std::string& d) { return has(d, "chain CNIMESH-IN-net1 is missing"); }));
 }
 
 TEST_CASE("IPv4 and IPv6 together: apply, check, remove", "[firewall][netns]") {

@@ -30,7 +30,8 @@ CommandResult shell(const std::string& command) {
 }
 
 std::string binary(Family family, Backend backend, const char* verb) {
-  return std::string(family == Family::V4 ? "iptables-" : "ip6tables-") + std::string(backend_name(backend)) + "-" + verb;
+  return std::string(family == Family::V4 ? "iptables-" : "ip6tables-") + std::string(backend_name(backend)) + "-" +
+         verb;
 }
 
 }  // namespace
@@ -52,7 +53,9 @@ TestNetns::~TestNetns() {
   if (ready_) shell("ip netns del " + name_);
 }
 
-CommandResult TestNetns::run(const std::string& command) const { return shell("ip netns exec " + name_ + " " + command); }
+CommandResult TestNetns::run(const std::string& command) const {
+  return shell("ip netns exec " + name_ + " " + command);
+}
 
 bool TestNetns::usable(Family family, Backend backend) const {
   if (!ready_) return false;

@@ -74,9 +74,9 @@ class CountingRunner final : public IptablesRunner {
 
 /// Skips the current test (root_skip.h: fails it under CI=true) unless `ns` is ready and
 /// `family`/`backend` usable in it.
-#define FW_SKIP_UNLESS_USABLE(ns, family, backend)                                                     \
-  do {                                                                                                 \
-    if (!(ns).ready()) ITEST_SKIP((ns).why());                                                         \
-    if (!(ns).usable((family), (backend)))                                                             \
-      ITEST_SKIP(::manifold::firewall::save_binary_name((family), (backend)) << " unusable");         \
+#define FW_SKIP_UNLESS_USABLE(ns, family, backend)                                            \
+  do {                                                                                        \
+    if (!(ns).ready()) ITEST_SKIP((ns).why());                                                \
+    if (!(ns).usable((family), (backend)))                                                    \
+      ITEST_SKIP(::manifold::firewall::save_binary_name((family), (backend)) << " unusable"); \
   } while (false)

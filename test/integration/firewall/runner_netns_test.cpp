@@ -60,8 +60,9 @@ TEST_CASE("a failing restore is atomic and quotes iptables", "[firewall][netns]"
   RealIptablesRunner runner = ns.runner();
   const std::string before = ns.nat_rules(Family::V4, backend);
   try {
-    runner.restore(Family::V4, backend,
-                   "*nat\n:CNIMESH-IN-net1 - [0:0]\n-D OUTPUT -o net1 -j CNIMESH-IN-net1\n-X CNIMESH-IN-net1\nCOMMIT\n");
+    runner.restore(
+        Family::V4, backend,
+        "*nat\n:CNIMESH-IN-net1 - [0:0]\n-D OUTPUT -o net1 -j CNIMESH-IN-net1\n-X CNIMESH-IN-net1\nCOMMIT\n");
     FAIL("restore succeeded");
   } catch (const cni::CniError& e) {
     CHECK(e.code() == 106);

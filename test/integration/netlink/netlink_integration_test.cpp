@@ -60,8 +60,8 @@ bool netns_available() {
   return available;
 }
 
-#define SKIP_WITHOUT_NETNS()                                                     \
-  do {                                                                           \
+#define SKIP_WITHOUT_NETNS()                                                       \
+  do {                                                                             \
     if (!netns_available()) ITEST_SKIP("needs root and a working `ip netns add`"); \
   } while (false)
 
@@ -95,9 +95,7 @@ class TestNetns {
   int mf0() const { return mf0_; }
   int mf1() const { return mf1_; }
   /// Deletes the namespace now (for tests of a vanished namespace).
-  void remove() noexcept {
-    (void)std::system(("ip netns del " + name_ + " >/dev/null 2>&1").c_str());
-  }
+  void remove() noexcept { (void)std::system(("ip netns del " + name_ + " >/dev/null 2>&1").c_str()); }
 
  private:
   int ifindex(const std::string& dev) const { return std::stoi(ip("-o link show dev " + dev)); }
@@ -139,8 +137,7 @@ TEST_CASE("NetnsGuard enters a namespace and restores the thread's own", "[netli
   CHECK(NetnsFile::current().same_namespace(before));
 
   // Restored when the scoped function throws.
-  CHECK_THROWS_AS(with_netns(target, []() -> int { throw std::runtime_error("boom"); }),
-                  std::runtime_error);
+  CHECK_THROWS_AS(with_netns(target, []() -> int { throw std::runtime_error("boom"); }), std::runtime_error);
   CHECK(NetnsFile::current().same_namespace(before));
 
   // A socket stays bound to the namespace it was created in, wherever the thread goes afterwards.
@@ -153,8 +150,7 @@ TEST_CASE("NetnsGuard enters a namespace and restores the thread's own", "[netli
   CHECK_FALSE(find_link(host_socket, "mf0").has_value());
 }
 
-TEST_CASE("NetnsFile: missing paths, vanished namespaces and non-namespace files",
-          "[netlink][integration]") {
+TEST_CASE("NetnsFile: missing paths, vanished namespaces and non-namespace files", "[netlink][integration]") {
   SKIP_WITHOUT_NETNS();
   const std::string missing = "/run/netns/mfnl-" + std::to_string(::getpid()) + "-missing";
   CHECK_THROWS_AS(NetnsFile::open(missing), NetnsNotFound);
@@ -210,8 +206,7 @@ TEST_CASE("link lookup and listing", "[netlink][integration]") {
   CHECK(links[0].kind.empty());
   CHECK(std::is_sorted(links.begin(), links.end(),
                        [](const LinkInfo& a, const LinkInfo& b) { return a.index < b.index; }));
-  CHECK(std::count_if(links.begin(), links.end(), [&](const LinkInfo& l) { return l == *mf0; }) ==
-        1);
+  CHECK(std::count_if(links.begin(), links.end(), [&](const LinkInfo& l) { return l == *mf0; }) == 1);
 
   ns.ip("link set mf1 down");
   CHECK_FALSE(ops.find_link("mf1")->up);
@@ -225,8 +220,7 @@ TEST_CASE("address listing", "[netlink][integration]") {
   CHECK(has_address(mf0, AddressInfo{AF_INET, ns.mf0(), cidr("192.0.2.2/24")}));
   CHECK(has_address(mf0, AddressInfo{AF_INET6, ns.mf0(), cidr("2001:db8:1::2/64")}));
   CHECK_FALSE(has_address(mf0, AddressInfo{AF_INET, ns.mf1(), cidr("198.51.100.2/24")}));
-  CHECK(std::all_of(mf0.begin(), mf0.end(),
-                    [&](const AddressInfo& a) { return a.ifindex == ns.mf0(); }));
+  CHECK(std::all_of(mf0.begin(), mf0.end(), [&](const AddressInfo& a) { return a.ifindex == ns.mf0(); }));
   CHECK(mf0.front().family == AF_INET);  // IPv4 first
 
   const std::vector<AddressInfo> all = ops.list_addresses();
@@ -269,13 +263,11 @@ TEST_CASE("routes in table 1000: copy, add, duplicate, delete twice", "[netlink]
   CHECK(std::count(v6.begin(), v6.end(), copies[1]) == 1);
   CHECK(std::count(v4.begin(), v4.end(), route_as_added(normalize_route(v4_default))) == 1);
   CHECK(std::count(v6.begin(), v6.end(), route_as_added(normalize_route(v6_default))) == 1);
-  CHECK(ns.ip("-d route show table 1000")
-            .find("unicast default via 192.0.2.1 dev mf0 proto boot scope global") !=
+  CHECK(ns.ip("-d route show table 1000").find("unicast default via 192.0.2.1 dev mf0 proto boot scope global") !=
         std::string::npos);
-  CHECK(
-      ns.ip("-d -6 route show table 1000")
-          .find("unicast default via 2001:db8:1::1 dev mf0 proto boot scope global metric 1024") !=
-      std::string::npos);
+  CHECK(ns.ip("-d -6 route show table 1000")
+            .find("unicast default via 2001:db8:1::1 dev mf0 proto boot scope global metric 1024") !=
+        std::string::npos);
   CHECK(ops.list_routes(AF_UNSPEC, kAllTables).size() > 4);
 
   CHECK(ops.delete_route(v4_default) == DeleteOutcome::Deleted);
@@ -283,15 +275,13 @@ TEST_CASE("routes in table 1000: copy, add, duplicate, delete twice", "[netlink]
   CHECK(ops.delete_route(v6_default) == DeleteOutcome::Deleted);
   CHECK(ops.delete_route(v6_default) == DeleteOutcome::NotFound);
   CHECK(ops.delete_route(route("10.77.0.0/16", "", 9999, table)) == DeleteOutcome::NotFound);
-  CHECK(ops.delete_route(route("10.77.0.0/16", "", 0, 4242)) ==
-        DeleteOutcome::NotFound);  // no such table
+  CHECK(ops.delete_route(route("10.77.0.0/16", "", 0, 4242)) == DeleteOutcome::NotFound);  // no such table
   for (const RouteSpec& copy : copies) CHECK(ops.delete_route(copy) == DeleteOutcome::Deleted);
   CHECK(ops.list_routes(AF_UNSPEC, table).empty());
   CHECK(ns.ip("route show table 1000").empty());
 
   // Main is untouched by all of this.
-  CHECK(ns.ip("route show").find("192.0.2.0/24 dev mf0 proto kernel scope link src 192.0.2.2") !=
-        std::string::npos);
+  CHECK(ns.ip("route show").find("192.0.2.0/24 dev mf0 proto kernel scope link src 192.0.2.2") != std::string::npos);
 }
 
 TEST_CASE("rules at priority 30000: add, duplicate, delete twice", "[netlink][integration]") {
@@ -331,8 +321,7 @@ TEST_CASE("rules at priority 30000: add, duplicate, delete twice", "[netlink][in
   CHECK(ops.delete_rule(rule("192.0.2.9/32", 1000, kRulePriorityAuto)) == DeleteOutcome::Deleted);
 }
 
-TEST_CASE("free table search skips tables used by rules and by routes of any kind",
-          "[netlink][integration]") {
+TEST_CASE("free table search skips tables used by rules and by routes of any kind", "[netlink][integration]") {
   SKIP_WITHOUT_NETNS();
   TestNetns ns;
   RealNetOps ops(ns.path());
@@ -386,8 +375,7 @@ TEST_CASE("default-route helpers for IPv4 and IPv6", "[netlink][integration]") {
   CHECK(default_routes(ops, AF_INET) == removed);
 }
 
-TEST_CASE("kernel errors map to CniError(Netlink) exactly as the fake maps them",
-          "[netlink][integration]") {
+TEST_CASE("kernel errors map to CniError(Netlink) exactly as the fake maps them", "[netlink][integration]") {
   SKIP_WITHOUT_NETNS();
   TestNetns ns;
   RealNetOps real(ns.path());
@@ -407,8 +395,7 @@ TEST_CASE("kernel errors map to CniError(Netlink) exactly as the fake maps them"
   };
   const RouteSpec no_device = route("10.50.0.0/16", "", 9999, 1000);
   CHECK(message(real, no_device) ==
-        "netlink: add route 10.50.0.0/16 dev #9999 table 1000: No such device | netns " +
-            ns.path());
+        "netlink: add route 10.50.0.0/16 dev #9999 table 1000: No such device | netns " + ns.path());
   CHECK(message(fake, no_device) == message(real, no_device));
   ns.ip("link add dn0 type veth peer name dn1");
   ns.ip("addr add 10.0.0.2/24 dev dn0");
@@ -418,8 +405,7 @@ TEST_CASE("kernel errors map to CniError(Netlink) exactly as the fake maps them"
   for (const RouteSpec& r :
        {route("10.50.0.0/16", "172.16.0.1", ns.mf0(), 1000),  // IPv4 gateway not on the link
         route("10.50.0.0/16", "172.16.0.1", 0, 1000),         // ... and no device to resolve it
-        route("2001:db8:9::/64", "2001:db8:5::1", ns.mf0(), 1000),
-        route("2001:db8:9::/64", "2001:db8:5::1", 0, 1000),
+        route("2001:db8:9::/64", "2001:db8:5::1", ns.mf0(), 1000), route("2001:db8:9::/64", "2001:db8:5::1", 0, 1000),
         route("2001:db8:9::/64", "fe80::1", 0, 1000),  // link-local needs a device
         route("10.6.0.0/16", "", dn0, 1000),           // device down
         route("10.6.0.0/16", "10.0.0.1", dn0, 1000), route("2001:db8:7::/64", "", dn0, 1000),
@@ -431,16 +417,14 @@ TEST_CASE("kernel errors map to CniError(Netlink) exactly as the fake maps them"
   }
 }
 
-TEST_CASE("FakeNetOps replays a scoping scenario exactly like the kernel",
-          "[netlink][integration]") {
+TEST_CASE("FakeNetOps replays a scoping scenario exactly like the kernel", "[netlink][integration]") {
   SKIP_WITHOUT_NETNS();
   TestNetns ns;
   RealNetOps real(ns.path());
   auto state = FakeNetnsState::with_defaults();
   state->links = real.list_links();
   for (const char* cidr : {"192.0.2.2/24", "2001:db8:1::2/64"}) state->add_address(ns.mf0(), cidr);
-  for (const char* cidr : {"198.51.100.2/24", "2001:db8:2::2/64"})
-    state->add_address(ns.mf1(), cidr);
+  for (const char* cidr : {"198.51.100.2/24", "2001:db8:2::2/64"}) state->add_address(ns.mf1(), cidr);
   FakeNetOps fake(state, ns.path());
 
   // Source routing for mf0, default-route selection of mf1, then teardown; returns a transcript.
@@ -454,31 +438,26 @@ TEST_CASE("FakeNetOps replays a scoping scenario exactly like the kernel",
       copy.table = table;
       log.push_back("copy " + to_string(copy) + ": " + std::string(to_string(ops.add_route(copy))));
     }
-    for (const RouteSpec& r :
-         {route("", "192.0.2.1", ns.mf0(), table), route("", "2001:db8:1::1", ns.mf0(), table)}) {
+    for (const RouteSpec& r : {route("", "192.0.2.1", ns.mf0(), table), route("", "2001:db8:1::1", ns.mf0(), table)}) {
       log.push_back("add " + to_string(r) + ": " + std::string(to_string(ops.add_route(r))));
       log.push_back("again: " + std::string(to_string(ops.add_route(r))));
     }
-    for (const RuleSpec& r :
-         {rule("192.0.2.2/32", table, 30000), rule("2001:db8:1::2/128", table, 30000)}) {
+    for (const RuleSpec& r : {rule("192.0.2.2/32", table, 30000), rule("2001:db8:1::2/128", table, 30000)}) {
       log.push_back("rule " + to_string(r) + ": " + std::string(to_string(ops.add_rule(r))));
       log.push_back("again: " + std::string(to_string(ops.add_rule(r))));
     }
     log.push_back("next table " + std::to_string(ops.find_free_table(1000)));
-    log.push_back("v4 default: " +
-                  std::string(to_string(ops.add_default_route(AF_INET, ip("192.0.2.1"), ns.mf0()))));
+    log.push_back("v4 default: " + std::string(to_string(ops.add_default_route(AF_INET, ip("192.0.2.1"), ns.mf0()))));
     log.push_back("removed " + std::to_string(ops.delete_default_routes(AF_INET, ns.mf1()).size()));
     log.push_back("v4 default: " +
                   std::string(to_string(ops.add_default_route(AF_INET, ip("198.51.100.1"), ns.mf1()))));
     std::vector<std::string> listed;  // the kernel lists in trie order, the fake in insertion order
-    for (const RouteSpec& r : ops.list_routes(AF_UNSPEC, table))
-      listed.push_back("listed " + to_string(r));
+    for (const RouteSpec& r : ops.list_routes(AF_UNSPEC, table)) listed.push_back("listed " + to_string(r));
     std::sort(listed.begin(), listed.end());
     log.insert(log.end(), listed.begin(), listed.end());
     for (const RouteSpec& r : default_routes(ops, AF_INET)) log.push_back("main " + to_string(r));
     for (const RuleSpec& r : ops.list_rules(AF_UNSPEC)) log.push_back("rule " + to_string(r));
-    for (const RuleSpec& r :
-         {rule("192.0.2.2/32", table, 30000), rule("2001:db8:1::2/128", table, 30000)}) {
+    for (const RuleSpec& r : {rule("192.0.2.2/32", table, 30000), rule("2001:db8:1::2/128", table, 30000)}) {
       log.push_back("delete " + std::string(to_string(ops.delete_rule(r))));
       log.push_back("delete again " + std::string(to_string(ops.delete_rule(r))));
     }

@@ -32,7 +32,10 @@ void build_pod(const TestNetns& ns) {
            "sysctl -qw net.ipv6.conf.default.accept_dad=0",
            "ip link add eth0 type veth peer name peer0",
            "ip link add net1 type veth peer name peer1",
-           "ip link set eth0 up", "ip link set peer0 up", "ip link set net1 up", "ip link set peer1 up",
+           "ip link set eth0 up",
+           "ip link set peer0 up",
+           "ip link set net1 up",
+           "ip link set peer1 up",
            "ip addr add 10.244.1.5/24 dev eth0",
            "ip route add default via 10.244.1.1 dev eth0",
            "ip addr add 192.168.10.5/24 dev net1",
@@ -81,7 +84,7 @@ std::string nat_text(const TestNetns& ns, Backend backend) {
 }
 
 // A namespace ready for the test, or a skip.
-#define SCOPING_SKIP_UNLESS_USABLE(ns, backend)    \
+#define SCOPING_SKIP_UNLESS_USABLE(ns, backend)   \
   FW_SKIP_UNLESS_USABLE(ns, Family::V4, backend); \
   FW_SKIP_UNLESS_USABLE(ns, Family::V6, backend)
 
@@ -134,7 +137,9 @@ TEST_CASE("CHECK fails after any single deletion and a re-apply repairs it", "[s
       std::string("ip -6 route del 2001:db8:10::/64 dev net1 table 1001"),
       ipt + " -t nat -D PREROUTING -i net1 -p tcp -m comment --comment cnimesh/net1/jump-inbound -j CNIMESH-IN-net1",
       ip6t + " -t nat -D OUTPUT -o net1 -p tcp -m comment --comment cnimesh/net1/jump-outbound -j CNIMESH-OUT-net1",
-      ipt + " -t nat -D CNIMESH-OUT-net1 -m owner --uid-owner 2102 -m comment --comment cnimesh/net1/ignore-proxy-uid -j RETURN",
+      ipt +
+          " -t nat -D CNIMESH-OUT-net1 -m owner --uid-owner 2102 -m comment --comment cnimesh/net1/ignore-proxy-uid -j "
+          "RETURN",
       ipt + " -t nat -D CNIMESH-IN-net1 1");
   INFO(backend_name(backend) << ": " << deletion);
   TestNetns ns;

@@ -55,7 +55,9 @@ TEST_CASE("every problem of a broken meta config is reported with its path", "[c
     ]
   })");
   auto errors = errors_of(problems);
-  CHECK(contains(errors, "$.cniVersion: unsupported CNI version \"9.9.9\" (supported: 0.1.0, 0.2.0, 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0)"));
+  CHECK(contains(
+      errors,
+      "$.cniVersion: unsupported CNI version \"9.9.9\" (supported: 0.1.0, 0.2.0, 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0)"));
   CHECK(contains(errors, "$.logLevel: must be one of panic, error, verbose, debug"));
   CHECK(contains(errors, "$.logToStderr: must be a boolean (true or false)"));
   CHECK(contains(errors, "$.logOptions.maxSize: must be between 0 and 1048576"));
@@ -83,9 +85,11 @@ TEST_CASE("every problem of a broken meta config is reported with its path", "[c
 }
 
 TEST_CASE("a config without delegates or clusterNetwork is invalid", "[cni]") {
-  auto errors = errors_of(validate_config_text(R"({"cniVersion":"0.3.1","name":"n","type":"manifold","delegates":[]})"));
+  auto errors =
+      errors_of(validate_config_text(R"({"cniVersion":"0.3.1","name":"n","type":"manifold","delegates":[]})"));
   CHECK(errors == std::vector<std::string>{"$: at least one delegate or clusterNetwork must be specified"});
-  errors = errors_of(validate_config_text(R"({"cniVersion":"0.3.1","name":"n","type":"manifold","clusterNetwork":"cbr0"})"));
+  errors =
+      errors_of(validate_config_text(R"({"cniVersion":"0.3.1","name":"n","type":"manifold","clusterNetwork":"cbr0"})"));
   CHECK(errors.empty());
   errors = errors_of(validate_config_text(R"({"cniVersion":"0.3.1","name":"n","delegates":{"type":"x"}})"));
   CHECK(errors == std::vector<std::string>{"$.delegates: must be a list of network configs", "$.type: is required"});
@@ -97,8 +101,9 @@ TEST_CASE("near-miss keys and ignored delegates are warnings", "[cni]") {
   CHECK_FALSE(has_errors(problems));
   std::vector<std::string> all;
   for (const auto& p : problems) all.push_back(format_problem(p));
-  CHECK(contains(all, "warning: $.readinessIndicatorFile: unknown key, ignored; did you mean "
-                      "\"readinessindicatorfile\"? (keys are case-sensitive)"));
+  CHECK(contains(all,
+                 "warning: $.readinessIndicatorFile: unknown key, ignored; did you mean "
+                 "\"readinessindicatorfile\"? (keys are case-sensitive)"));
   CHECK(contains(all, "warning: $.delegates: is ignored because clusterNetwork is set"));
   CHECK(all.size() == 2);
 }
@@ -109,13 +114,16 @@ TEST_CASE("a conflist wrapping the manifold plugin validates the plugin as a met
       {"type":"portmap","capabilities":{"portMappings":true}}]})");
   CHECK(errors_of(problems) == std::vector<std::string>{"$.plugins[0].logLevel: must be a string"});
   problems = validate_config_text(R"({"cniVersion":"2.0","plugins":[{"type":"bridge"}]})");
-  CHECK(errors_of(problems) == std::vector<std::string>{
-      "$.cniVersion: unsupported CNI version \"2.0\" (supported: 0.1.0, 0.2.0, 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0)",
-      "$.name: must be a non-empty string (the network name)"});
+  CHECK(
+      errors_of(problems) ==
+      std::vector<std::string>{
+          "$.cniVersion: unsupported CNI version \"2.0\" (supported: 0.1.0, 0.2.0, 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0)",
+          "$.name: must be a non-empty string (the network name)"});
 }
 
 TEST_CASE("plain network configs and syntax errors", "[cni]") {
-  CHECK(errors_of(validate_config_text(R"({"cniVersion":"0.4.0","name":"n","type":"macvlan","master":"eth1"})")).empty());
+  CHECK(
+      errors_of(validate_config_text(R"({"cniVersion":"0.4.0","name":"n","type":"macvlan","master":"eth1"})")).empty());
   auto errors = errors_of(validate_config_text(R"({"cniVersion":"0.4.0","name":"n","type":"a/b"})"));
   CHECK(errors == std::vector<std::string>{"$.type: must be a plugin file name, not a path (no '/', '.' or '..')"});
   errors = errors_of(validate_config_text("{\"type\": \"x\",,}"));
@@ -131,11 +139,12 @@ TEST_CASE("scoping objects are passed to the checker with their paths", "[cni]")
     if (value.contains("inboundPort") && !value["inboundPort"].is_number_integer())
       out.push_back({json_path_key(path, "inboundPort"), "must be an integer"});
   };
-  auto problems = validate_config_text(R"({"cniVersion":"1.0.0","name":"n","type":"manifold","sourceRouting":{"enabled":true},
+  auto problems =
+      validate_config_text(R"({"cniVersion":"1.0.0","name":"n","type":"manifold","sourceRouting":{"enabled":true},
       "delegates":[{"name":"a","type":"bridge"},
                    {"name":"b","type":"macvlan","mesh":{"inboundPort":"x"}},
                    {"name":"c","plugins":[{"type":"macvlan","sourceRouting":{}},{"type":"tuning"}]}]})",
-                                       checker);
+                           checker);
   CHECK(seen == std::vector<std::string>{"sourceRouting@$.sourceRouting", "mesh@$.delegates[1].mesh",
                                          "sourceRouting@$.delegates[2].plugins[0].sourceRouting"});
   CHECK(errors_of(problems) == std::vector<std::string>{"$.delegates[1].mesh.inboundPort: must be an integer"});

@@ -21,7 +21,8 @@ TEST_CASE("runtimeConfig reaches only declared capabilities", "[cni]") {
 
 TEST_CASE("prepare_delegate injects per plugin and fills cniVersion", "[cni]") {
   Json rc = Json::parse(R"({"mac":"aa:bb:cc:dd:ee:ff"})");
-  Json list = Json::parse(R"({"name":"l","plugins":[{"type":"macvlan"},{"type":"tuning","capabilities":{"mac":true}}]})");
+  Json list =
+      Json::parse(R"({"name":"l","plugins":[{"type":"macvlan"},{"type":"tuning","capabilities":{"mac":true}}]})");
   Json out = prepare_delegate(list, rc, "1.0.0");
   CHECK(out["cniVersion"] == "1.0.0");
   CHECK_FALSE(out["plugins"][0].contains("runtimeConfig"));
@@ -32,7 +33,8 @@ TEST_CASE("prepare_delegate injects per plugin and fills cniVersion", "[cni]") {
 
 TEST_CASE("conflist plugins get name, cniVersion and prevResult", "[cni]") {
   Json plugin = Json::parse(R"({"type":"tuning","mac":"x"})");
-  CHECK(chain_plugin_stdin(plugin, "l", "0.4.0", Json()) == R"({"type":"tuning","mac":"x","name":"l","cniVersion":"0.4.0"})");
+  CHECK(chain_plugin_stdin(plugin, "l", "0.4.0", Json()) ==
+        R"({"type":"tuning","mac":"x","name":"l","cniVersion":"0.4.0"})");
   CHECK(chain_plugin_stdin(plugin, "l", "0.4.0", Json::parse(R"({"cniVersion":"0.4.0"})")) ==
         R"({"type":"tuning","mac":"x","name":"l","cniVersion":"0.4.0","prevResult":{"cniVersion":"0.4.0"}})");
 }
@@ -40,7 +42,9 @@ TEST_CASE("conflist plugins get name, cniVersion and prevResult", "[cni]") {
 TEST_CASE("prevResult is spliced without touching other bytes", "[cni]") {
   std::string cached = "{\"cniVersion\": \"1.0.0\",  \"type\":\"bridge\", \"x\":1.50}\n";
   std::string out = with_prev_result(cached, R"({"cniVersion":"1.0.0","ips":[]})");
-  CHECK(out == "{\"cniVersion\": \"1.0.0\",  \"type\":\"bridge\", \"x\":1.50,\"prevResult\":{\"cniVersion\":\"1.0.0\",\"ips\":[]}}\n");
+  CHECK(out ==
+        "{\"cniVersion\": \"1.0.0\",  \"type\":\"bridge\", "
+        "\"x\":1.50,\"prevResult\":{\"cniVersion\":\"1.0.0\",\"ips\":[]}}\n");
   CHECK(Json::parse(out)["prevResult"]["ips"].is_array());
   CHECK(with_prev_result("{ }", "{}") == "{ \"prevResult\":{}}");
   std::string replaced = with_prev_result(R"({"type":"a","prevResult":{"old":1}})", R"({"new":2})");

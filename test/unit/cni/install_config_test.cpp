@@ -121,14 +121,20 @@ TEST_CASE("custom templates are filled, unknown placeholders are errors", "[cni]
   s.template_text = R"({"cniVersion":"${CNI_VERSION}","name":"${NETWORK_NAME}","type":"manifold",
                         "logLevel":"debug","namespaceIsolation":true,"delegates":["${PRIMARY_CONFIG}"]})";
   auto g = generate_config(kCalicoConf, s);
-  CHECK(g.config.dump() == Json{{"cniVersion", "0.3.1"}, {"name", "manifold-cni-network"}, {"type", "manifold"},
-                                {"logLevel", "debug"}, {"namespaceIsolation", true},
-                                {"delegates", Json::array({kCalicoConf})}}.dump());
-  s.template_text = R"({"cniVersion":"${CNI_VERSION}","type":"manifold","x":"${TYPO}","delegates":["${PRIMARY_CONFIG}"]})";
+  CHECK(g.config.dump() == Json{{"cniVersion", "0.3.1"},
+                                {"name", "manifold-cni-network"},
+                                {"type", "manifold"},
+                                {"logLevel", "debug"},
+                                {"namespaceIsolation", true},
+                                {"delegates", Json::array({kCalicoConf})}}
+                               .dump());
+  s.template_text =
+      R"({"cniVersion":"${CNI_VERSION}","type":"manifold","x":"${TYPO}","delegates":["${PRIMARY_CONFIG}"]})";
   CHECK_THROWS_WITH(generate_config(kCalicoConf, s), Catch::Contains("unknown placeholder \"${TYPO}\""));
   s.template_text = "[1]";
   CHECK_THROWS_AS(generate_config(kCalicoConf, s), CniError);
-  s.template_text = R"({"cniVersion":"${CNI_VERSION}","type":"manifold","logLevel":"loud","delegates":["${PRIMARY_CONFIG}"]})";
+  s.template_text =
+      R"({"cniVersion":"${CNI_VERSION}","type":"manifold","logLevel":"loud","delegates":["${PRIMARY_CONFIG}"]})";
   CHECK_THROWS_WITH(generate_config(kCalicoConf, s), Catch::Contains("$.logLevel: must be one of"));
 }
 

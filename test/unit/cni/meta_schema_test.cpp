@@ -57,8 +57,8 @@ void check_agreement(const Json& config) {
   INFO("config: " << config.dump());
   const auto parsed = parse_error(config);
   const auto errors = validate_errors(config);
-  INFO("parse: " << parsed.value_or("accepted") << "; validate: "
-                 << (errors.empty() ? "no errors" : format_problem(errors.front())));
+  INFO("parse: " << parsed.value_or("accepted")
+                 << "; validate: " << (errors.empty() ? "no errors" : format_problem(errors.front())));
   REQUIRE(parsed.has_value() == !errors.empty());
   if (parsed) CHECK(names_field(*parsed, errors.front()));
 }
@@ -66,14 +66,22 @@ void check_agreement(const Json& config) {
 // Broken values of a field of type `type` (the bounds for Int).
 std::vector<Json> broken_values(const MetaField& f) {
   switch (f.type) {
-    case MetaType::String: return {5, true, Json::array()};
-    case MetaType::NonEmptyString: return {5, ""};
-    case MetaType::Bool: return {"yes", 1};
-    case MetaType::Int: return {"5", 1.5, f.lo - 1, static_cast<long long>(f.hi) + 1, 18446744073709551615ull};
-    case MetaType::StringList: return {"x", Json::array({"a", 1}), Json::object()};
-    case MetaType::Object: return {Json::array(), "x"};
-    case MetaType::Section: return {"x", 3};
-    case MetaType::Custom: break;
+    case MetaType::String:
+      return {5, true, Json::array()};
+    case MetaType::NonEmptyString:
+      return {5, ""};
+    case MetaType::Bool:
+      return {"yes", 1};
+    case MetaType::Int:
+      return {"5", 1.5, f.lo - 1, static_cast<long long>(f.hi) + 1, 18446744073709551615ull};
+    case MetaType::StringList:
+      return {"x", Json::array({"a", 1}), Json::object()};
+    case MetaType::Object:
+      return {Json::array(), "x"};
+    case MetaType::Section:
+      return {"x", 3};
+    case MetaType::Custom:
+      break;
   }
   return {};
 }
@@ -83,13 +91,19 @@ Json valid_value(const MetaField& f) {
   if (f.key == "logLevel") return "debug";
   switch (f.type) {
     case MetaType::String:
-    case MetaType::NonEmptyString: return "x";
-    case MetaType::Bool: return true;
-    case MetaType::Int: return f.hi;
-    case MetaType::StringList: return Json::array({"a"});
+    case MetaType::NonEmptyString:
+      return "x";
+    case MetaType::Bool:
+      return true;
+    case MetaType::Int:
+      return f.hi;
+    case MetaType::StringList:
+      return Json::array({"a"});
     case MetaType::Object:
-    case MetaType::Section: return Json::object();
-    case MetaType::Custom: break;
+    case MetaType::Section:
+      return Json::object();
+    case MetaType::Custom:
+      break;
   }
   return nullptr;
 }
@@ -97,14 +111,24 @@ Json valid_value(const MetaField& f) {
 // The hand-written corpus of the keys checked by their own rules.
 std::vector<std::pair<std::string, Json>> custom_broken() {
   return {
-      {"name", 5}, {"name", ""}, {"name", nullptr},
-      {"type", 5}, {"type", Json::array()},
-      {"delegateEnv", "HTTPS_PROXY"}, {"delegateEnv", Json::array({"OK", 1})},
-      {"delegateEnv", Json::array({"BAD NAME"})}, {"delegateEnv", Json::array({"*", 2})},
-      {"capabilities", Json::array()}, {"capabilities", "x"},
-      {"sourceRouting", "on"}, {"mesh", Json::array()},
-      {"delegates", Json::object()}, {"delegates", Json::array()}, {"delegates", Json::array({5})},
-      {"delegates", Json::parse(R"([{"name":"x"}])")}, {"delegates", Json::parse(R"([{"type":""}])")},
+      {"name", 5},
+      {"name", ""},
+      {"name", nullptr},
+      {"type", 5},
+      {"type", Json::array()},
+      {"delegateEnv", "HTTPS_PROXY"},
+      {"delegateEnv", Json::array({"OK", 1})},
+      {"delegateEnv", Json::array({"BAD NAME"})},
+      {"delegateEnv", Json::array({"*", 2})},
+      {"capabilities", Json::array()},
+      {"capabilities", "x"},
+      {"sourceRouting", "on"},
+      {"mesh", Json::array()},
+      {"delegates", Json::object()},
+      {"delegates", Json::array()},
+      {"delegates", Json::array({5})},
+      {"delegates", Json::parse(R"([{"name":"x"}])")},
+      {"delegates", Json::parse(R"([{"type":""}])")},
       {"delegates", Json::parse(R"([{"type":"a","name":5}])")},
       {"delegates", Json::parse(R"([{"type":"a","cniVersion":1}])")},
       {"delegates", Json::parse(R"([{"type":"a"},{"plugins":[]}])")},
@@ -200,8 +224,9 @@ TEST_CASE("meta schema: the keys validate knows are the keys parse reads", "[cni
   Problems all;
   validate_meta_config(c, "$", all);
   REQUIRE(all.size() == 1);
-  CHECK(format_problem(all[0]) ==
-        "warning: $.DelegateTimeout: unknown key, ignored; did you mean \"delegateTimeout\"? (keys are case-sensitive)");
+  CHECK(
+      format_problem(all[0]) ==
+      "warning: $.DelegateTimeout: unknown key, ignored; did you mean \"delegateTimeout\"? (keys are case-sensitive)");
   // Keys manifold added after Multus are known to both.
   c = base_config();
   c["apiTimeouts"] = Json::parse(R"({"attempts":0,"retries":3})");

@@ -149,7 +149,8 @@ TEST_CASE("the network name is required", "[cni]") {
 }
 
 TEST_CASE("delegateEnv lists extra variables for delegates", "[cni]") {
-  auto m = parse_meta_config(named(R"({"delegates":[{"type":"bridge"}],"delegateEnv":["HTTPS_PROXY","NO_PROXY","MY_*"]})"));
+  auto m =
+      parse_meta_config(named(R"({"delegates":[{"type":"bridge"}],"delegateEnv":["HTTPS_PROXY","NO_PROXY","MY_*"]})"));
   CHECK(m.delegate_env == std::vector<std::string>{"HTTPS_PROXY", "NO_PROXY", "MY_*"});
   CHECK(parse_meta_config(named(R"({"delegates":[{"type":"bridge"}]})")).delegate_env.empty());
 }

@@ -104,8 +104,8 @@ TEST_CASE("decode a rich 1.1.0 result into the internal model", "[cni]") {
   CHECK(r.cni_version == "1.1.0");
   REQUIRE(r.interfaces.size() == 2);
   CHECK(r.interfaces[0] == Interface{"cni0", "0a:58:0a:01:02:01", 9000, "", "", ""});
-  CHECK(r.interfaces[1] == Interface{"eth0", "0a:58:0a:01:02:03", 1450, "/var/run/netns/pod",
-                                     "/run/vhost/sock0", "0000:3b:00.2"});
+  CHECK(r.interfaces[1] ==
+        Interface{"eth0", "0a:58:0a:01:02:03", 1450, "/var/run/netns/pod", "/run/vhost/sock0", "0000:3b:00.2"});
   REQUIRE(r.ips.size() == 3);
   CHECK(r.ips[0] == IpConfig{1, "10.1.2.3/24", "10.1.2.1"});
   CHECK(r.ips[1] == IpConfig{1, "10.1.2.4/24", ""});
@@ -153,8 +153,7 @@ TEST_CASE("every version converts to every version", "[cni]") {
     CHECK(encoded.contains("ip6"));
   } else {
     CHECK_FALSE(encoded.contains("ip4"));
-    for (const Json& ip : encoded["ips"])
-      CHECK(ip.contains("version") == (family(to) == ResultFamily::V04));
+    for (const Json& ip : encoded["ips"]) CHECK(ip.contains("version") == (family(to) == ResultFamily::V04));
   }
 
   // DNS always survives.
@@ -209,14 +208,13 @@ TEST_CASE("every version converts to every version", "[cni]") {
 TEST_CASE("golden JSON per family", "[cni]") {
   const Result r = decode_result(rich_json("1.1.0"), "");
 
-  CHECK(encode_result(r, "0.2.0").dump() ==
-        R"({"cniVersion":"0.2.0",)"
-        R"("ip4":{"ip":"10.1.2.3/24","gateway":"10.1.2.1","routes":[)"
-        R"({"dst":"0.0.0.0/0","gw":"10.1.2.1"},{"dst":"10.96.0.0/12"}]},)"
-        R"("ip6":{"ip":"2001:db8::3/64","gateway":"2001:db8::1","routes":[)"
-        R"({"dst":"::/0","gw":"2001:db8::1"}]},)"
-        R"("dns":{"nameservers":["10.96.0.10"],"domain":"cluster.local",)"
-        R"("search":["svc.cluster.local"],"options":["ndots:5"]}})");
+  CHECK(encode_result(r, "0.2.0").dump() == R"({"cniVersion":"0.2.0",)"
+                                            R"("ip4":{"ip":"10.1.2.3/24","gateway":"10.1.2.1","routes":[)"
+                                            R"({"dst":"0.0.0.0/0","gw":"10.1.2.1"},{"dst":"10.96.0.0/12"}]},)"
+                                            R"("ip6":{"ip":"2001:db8::3/64","gateway":"2001:db8::1","routes":[)"
+                                            R"({"dst":"::/0","gw":"2001:db8::1"}]},)"
+                                            R"("dns":{"nameservers":["10.96.0.10"],"domain":"cluster.local",)"
+                                            R"("search":["svc.cluster.local"],"options":["ndots:5"]}})");
 
   CHECK(encode_result(r, "0.4.0").dump() ==
         R"({"cniVersion":"0.4.0",)"
@@ -260,22 +258,17 @@ TEST_CASE("golden JSON per family", "[cni]") {
 TEST_CASE("minimal results: empty fields omitted, dns written as {}", "[cni]") {
   Result r;
   r.ips = {IpConfig{std::nullopt, "10.1.2.3/24", ""}};
-  CHECK(encode_result(r, "0.1.0").dump() ==
-        R"({"cniVersion":"0.1.0","ip4":{"ip":"10.1.2.3/24"},"dns":{}})");
-  CHECK(encode_result(r, "").dump() ==
-        R"({"cniVersion":"0.1.0","ip4":{"ip":"10.1.2.3/24"},"dns":{}})");
+  CHECK(encode_result(r, "0.1.0").dump() == R"({"cniVersion":"0.1.0","ip4":{"ip":"10.1.2.3/24"},"dns":{}})");
+  CHECK(encode_result(r, "").dump() == R"({"cniVersion":"0.1.0","ip4":{"ip":"10.1.2.3/24"},"dns":{}})");
   CHECK(encode_result(r, "0.3.0").dump() ==
         R"({"cniVersion":"0.3.0","ips":[{"version":"4","address":"10.1.2.3/24"}],"dns":{}})");
-  CHECK(encode_result(r, "1.1.0").dump() ==
-        R"({"cniVersion":"1.1.0","ips":[{"address":"10.1.2.3/24"}],"dns":{}})");
+  CHECK(encode_result(r, "1.1.0").dump() == R"({"cniVersion":"1.1.0","ips":[{"address":"10.1.2.3/24"}],"dns":{}})");
   CHECK(encode_result(Result{}, "1.0.0").dump() == R"({"cniVersion":"1.0.0","dns":{}})");
 
   // A 0.2 downgrade keeps routes only for families that still have an address.
-  r.routes = {Route{"::/0", "fe80::1", {}, {}, {}, {}, {}},
-              Route{"10.0.0.0/8", "10.1.2.1", 1300, {}, {}, 7, {}}};
-  CHECK(encode_result(r, "0.2.0").dump() ==
-        R"({"cniVersion":"0.2.0","ip4":{"ip":"10.1.2.3/24","routes":[)"
-        R"({"dst":"10.0.0.0/8","gw":"10.1.2.1"}]},"dns":{}})");
+  r.routes = {Route{"::/0", "fe80::1", {}, {}, {}, {}, {}}, Route{"10.0.0.0/8", "10.1.2.1", 1300, {}, {}, 7, {}}};
+  CHECK(encode_result(r, "0.2.0").dump() == R"({"cniVersion":"0.2.0","ip4":{"ip":"10.1.2.3/24","routes":[)"
+                                            R"({"dst":"10.0.0.0/8","gw":"10.1.2.1"}]},"dns":{}})");
 }
 
 TEST_CASE("cniVersion falls back to the config's version", "[cni]") {
@@ -340,16 +333,15 @@ TEST_CASE("malformed results are error 6 naming the offending field", "[cni]") {
       {R"({"ips": [{"address": "10.0.0.1/8", "gateway": "10.0.0"}]})", "1.0.0", "ips[0].gateway"},
       {R"({"ips": [{"address": "10.0.0.1/8", "gateway": "fe80::1"}]})", "1.0.0", "ips[0].gateway"},
       {R"({"ips": [{"address": "10.0.0.1/8", "gateway": 7}]})", "1.0.0", "ips[0].gateway"},
-      {R"({"ips": [{"address": "10.0.0.1/8", "interface": 0}]})", "1.0.0",
-       "ips[0].interface: index 0 is out of range"},
-      {R"({"interfaces": [{"name": "eth0"}], "ips": [{"address": "10.0.0.1/8", "interface": 1}]})",
-       "1.0.0", "ips[0].interface"},
-      {R"({"interfaces": [{"name": "eth0"}], "ips": [{"address": "10.0.0.1/8", "interface": -1}]})",
-       "1.0.0", "ips[0].interface"},
-      {R"({"interfaces": [{"name": "e0"}], "ips": [{"address": "10.0.0.1/8", "interface": 0.5}]})",
-       "1.0.0", "ips[0].interface: expected an integer"},
-      {R"({"interfaces": [{"name": "e0"}], "ips": [{"address": "10.0.0.1/8", "interface": "0"}]})",
-       "1.0.0", "ips[0].interface"},
+      {R"({"ips": [{"address": "10.0.0.1/8", "interface": 0}]})", "1.0.0", "ips[0].interface: index 0 is out of range"},
+      {R"({"interfaces": [{"name": "eth0"}], "ips": [{"address": "10.0.0.1/8", "interface": 1}]})", "1.0.0",
+       "ips[0].interface"},
+      {R"({"interfaces": [{"name": "eth0"}], "ips": [{"address": "10.0.0.1/8", "interface": -1}]})", "1.0.0",
+       "ips[0].interface"},
+      {R"({"interfaces": [{"name": "e0"}], "ips": [{"address": "10.0.0.1/8", "interface": 0.5}]})", "1.0.0",
+       "ips[0].interface: expected an integer"},
+      {R"({"interfaces": [{"name": "e0"}], "ips": [{"address": "10.0.0.1/8", "interface": "0"}]})", "1.0.0",
+       "ips[0].interface"},
       {R"({"interfaces": [{"name": "eth0"}],
            "ips": [{"address": "10.0.0.1/8", "interface": 99999999999999999999}]})",
        "1.0.0", "ips[0].interface"},
@@ -375,8 +367,7 @@ TEST_CASE("malformed results are error 6 naming the offending field", "[cni]") {
       {R"({"ip4": {"ip": "10.0.0.1/40"}})", "0.2.0", "ip4.ip"},
       {R"({"ip4": {"ip": "2001:db8::1/64"}})", "0.2.0", "ip4.ip"},
       {R"({"ip6": {"ip": "2001:db8::1/64", "gateway": "10.0.0.1"}})", "0.1.0", "ip6.gateway"},
-      {R"({"ip4": {"ip": "10.0.0.1/8", "routes": [{"dst": "1.2.3.4/33"}]}})", "0.2.0",
-       "ip4.routes[0].dst"},
+      {R"({"ip4": {"ip": "10.0.0.1/8", "routes": [{"dst": "1.2.3.4/33"}]}})", "0.2.0", "ip4.routes[0].dst"},
   };
   for (const Case& c : cases) {
     INFO(c.json);
@@ -389,20 +380,15 @@ TEST_CASE("malformed results are error 6 naming the offending field", "[cni]") {
 TEST_CASE("hostile result text is error 6", "[cni]") {
   for (std::string bad :
        {std::string(), std::string("{"), std::string("not json"), std::string("{\"ips\": [}"),
-        std::string("{\"a\":\"\xff\"}"), std::string(100, '[') + std::string(100, ']'),
-        std::string(5u << 20, ' ')}) {
+        std::string("{\"a\":\"\xff\"}"), std::string(100, '[') + std::string(100, ']'), std::string(5u << 20, ' ')}) {
     INFO(bad.substr(0, 40));
     CHECK(code_of([&] { decode_result_text(bad, "1.0.0"); }) == 6);
   }
   // An embedded NUL inside an address is not silently truncated.
-  CHECK(code_of([&] {
-          decode_result_text(R"({"ips":[{"address":"10.0.0.1/8\u0000junk"}]})", "1.0.0");
-        }) == 6);
+  CHECK(code_of([&] { decode_result_text(R"({"ips":[{"address":"10.0.0.1/8\u0000junk"}]})", "1.0.0"); }) == 6);
   // Offending values are quoted, truncated and escaped in the message.
-  const std::string msg = message_of([&] {
-    decode_result_text(R"({"ips":[{"address":"\u0001)" + std::string(500, 'x') + R"("}]})",
-                       "1.0.0");
-  });
+  const std::string msg = message_of(
+      [&] { decode_result_text(R"({"ips":[{"address":"\u0001)" + std::string(500, 'x') + R"("}]})", "1.0.0"); });
   CHECK_THAT(msg, Catch::Contains("\\x01"));
   CHECK(msg.size() < 200);
 }

@@ -8,8 +8,7 @@ using namespace manifold::cni;
 
 namespace {
 
-Result attachment(const std::string& version, const std::string& ifname, const std::string& ip,
-                  const std::string& gw) {
+Result attachment(const std::string& version, const std::string& ifname, const std::string& ip, const std::string& gw) {
   Result r;
   r.cni_version = version;
   r.interfaces = {Interface{"host-" + ifname, "", {}, "", "", ""},

@@ -29,7 +29,7 @@ struct RecordingHandlers : Handlers {
 };
 
 std::map<std::string, std::string> env_for(const char* cmd) {
-  return {{"CNI_COMMAND", cmd}, {"CNI_CONTAINERID", "c1"}, {"CNI_NETNS", "/var/run/netns/x"},
+  return {{"CNI_COMMAND", cmd},   {"CNI_CONTAINERID", "c1"},    {"CNI_NETNS", "/var/run/netns/x"},
           {"CNI_IFNAME", "eth0"}, {"CNI_PATH", "/opt/cni/bin"}, {"CNI_ARGS", "K8S_POD_NAME=p"}};
 }
 
@@ -132,15 +132,13 @@ TEST_CASE("VERSION lists every supported version", "[cni]") {
   REQUIRE(out.exit_code == 0);
   Json v = Json::parse(out.stdout_text);
   CHECK(v["cniVersion"] == "0.4.0");
-  CHECK(v["supportedVersions"] ==
-        Json::parse(R"(["0.1.0","0.2.0","0.3.0","0.3.1","0.4.0","1.0.0","1.1.0"])"));
+  CHECK(v["supportedVersions"] == Json::parse(R"(["0.1.0","0.2.0","0.3.0","0.3.1","0.4.0","1.0.0","1.1.0"])"));
   CHECK(Json::parse(dispatch({{"CNI_COMMAND", "VERSION"}}, "", h).stdout_text)["cniVersion"] == "1.1.0");
 }
 
 TEST_CASE("error JSON renders every field", "[cni]") {
   CniError e(ErrorCode::InvalidConfig, "bad key", "details here");
-  CHECK(e.to_json("0.4.0").dump() ==
-        R"({"cniVersion":"0.4.0","code":7,"msg":"bad key","details":"details here"})");
+  CHECK(e.to_json("0.4.0").dump() == R"({"cniVersion":"0.4.0","code":7,"msg":"bad key","details":"details here"})");
   CHECK(CniError(ErrorCode::Io, "x").to_json("1.0.0").dump() == R"({"cniVersion":"1.0.0","code":5,"msg":"x"})");
 }
 

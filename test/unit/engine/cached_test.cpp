@@ -63,8 +63,8 @@ TEST_CASE("cached config usability: a delegate object with a type, or a conflist
   CHECK(has_usable_config(a));
   a.config = R"({"cniVersion":"1.0.0","name":"c","plugins":[{"type":"ptp"},{"type":"tuning"}]})";
   CHECK(has_usable_config(a));
-  for (const char* bad : {"", "{\"cniVersion\":\"1.0.0\",\"type\":", "[]", "\"bridge\"", "{}",
-                          R"({"type": 7})", R"({"plugins": []})", R"({"plugins": [{"type": null}]})"}) {
+  for (const char* bad : {"", "{\"cniVersion\":\"1.0.0\",\"type\":", "[]", "\"bridge\"", "{}", R"({"type": 7})",
+                          R"({"plugins": []})", R"({"plugins": [{"type": null}]})"}) {
     a.config = bad;
     CHECK_FALSE(has_usable_config(a));
   }
@@ -72,8 +72,7 @@ TEST_CASE("cached config usability: a delegate object with a type, or a conflist
   CHECK_FALSE(has_usable_config(a));
 }
 
-TEST_CASE("decode_attachment_result: a corrupt config or result is a CniError, never a library exception",
-          "[plugin]") {
+TEST_CASE("decode_attachment_result: a corrupt config or result is a CniError, never a library exception", "[plugin]") {
   AttachmentRecord a = attachment("cluster", "eth0", "10.0.0.1/24", true);
   auto r = decode_attachment_result(a);
   REQUIRE(r.ips.size() == 1);

@@ -92,8 +92,9 @@ const char* kMacvlan = R"({"cniVersion":"1.0.0","type":"macvlan","master":"eth9"
 TEST_CASE("kube attachments: JSON selection fields reach runtimeConfig and CNI_ARGS", "[plugin]") {
   Fixture f;
   f.transport.push_response(200, nad("default", "tuned", kMacvlan));
-  Json pod = pod_with({{"k8s.v1.cni.cncf.io/networks",
-                        R"([{"name":"tuned","interface":"data0","ips":["198.51.100.42/24"],"mac":"02:00:5e:10:00:42"}])"}});
+  Json pod =
+      pod_with({{"k8s.v1.cni.cncf.io/networks",
+                 R"([{"name":"tuned","interface":"data0","ips":["198.51.100.42/24"],"mac":"02:00:5e:10:00:42"}])"}});
   engine::KubeAccess kube(f.services, f.config);
   k8s::DeviceAllocator devices;
   auto out = engine::resolve_pod_attachments(f.config, f.inv, kube, pod, devices);
@@ -278,9 +279,9 @@ TEST_CASE("kube status: events and status entries from results decoded once", "[
     CHECK(first["metadata"]["name"] != second["metadata"]["name"]);
     std::vector<std::string> keys;
     for (auto it = second.begin(); it != second.end(); ++it) keys.push_back(it.key());
-    CHECK(keys == std::vector<std::string>{"apiVersion", "kind", "metadata", "involvedObject", "reason", "message", "type",
-                                           "source", "firstTimestamp", "lastTimestamp", "count", "reportingComponent",
-                                           "reportingInstance"});
+    CHECK(keys == std::vector<std::string>{"apiVersion", "kind", "metadata", "involvedObject", "reason", "message",
+                                           "type", "source", "firstTimestamp", "lastTimestamp", "count",
+                                           "reportingComponent", "reportingInstance"});
     CHECK(f.transport.pending() == 0);
   }
   SECTION("a result count that does not match the attachments is an internal error and sends nothing") {
@@ -332,8 +333,9 @@ TEST_CASE("kube attachments: isolation binds the default-network annotation too"
   for (const char* value : {"own", "default/own", "kube-system/own"}) {
     CAPTURE(value);
     Fixture ok(R"({"namespaceIsolation":true})");
-    std::string ns = std::string(value).find('/') == std::string::npos ? "kube-system"
-                                                                        : std::string(value).substr(0, std::string(value).find('/'));
+    std::string ns = std::string(value).find('/') == std::string::npos
+                         ? "kube-system"
+                         : std::string(value).substr(0, std::string(value).find('/'));
     ok.transport.push_response(200, nad(ns, "own", kMacvlan));
     Json pod = pod_with({{"v1.multus-cni.io/default-network", value}});
     engine::KubeAccess kube(ok.services, ok.config);
@@ -371,8 +373,8 @@ TEST_CASE("kube attachments: best effort skips unresolvable networks and keeps t
   Fixture lenient;
   script(lenient);
   engine::KubeAccess kube(lenient.services, lenient.config);
-  auto out = engine::resolve_pod_attachments(lenient.config, lenient.inv, kube, pod, devices,
-                                             engine::Resolution::BestEffort);
+  auto out =
+      engine::resolve_pod_attachments(lenient.config, lenient.inv, kube, pod, devices, engine::Resolution::BestEffort);
   REQUIRE(out.size() == 3);
   CHECK(out[0].ifname == "eth0");
   CHECK(out[1].name == "default/a");

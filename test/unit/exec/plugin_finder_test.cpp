@@ -18,15 +18,14 @@ namespace fs = std::filesystem;
 using manifold::cni::CniError;
 using manifold::exec::find_plugin;
 using manifold::exec::split_cni_path;
-using manifold::test::TempDir;
 using manifold::test::code_of;
+using manifold::test::TempDir;
 
 TEST_CASE("finder: types that are not bare file names are invalid config", "[exec]") {
   TempDir dir;
-  for (std::string bad :
-       {std::string("../x"), std::string("a/b"), std::string(""), std::string(".."),
-        std::string("."), std::string("x.."), std::string("..x"), std::string("/bin/sh"),
-        std::string("a\0b", 3), std::string(256, 'a')}) {
+  for (std::string bad : {std::string("../x"), std::string("a/b"), std::string(""), std::string(".."), std::string("."),
+                          std::string("x.."), std::string("..x"), std::string("/bin/sh"), std::string("a\0b", 3),
+                          std::string(256, 'a')}) {
     CAPTURE(bad);
     try {
       find_plugin(bad, {dir.str()});
@@ -68,8 +67,7 @@ TEST_CASE("finder: first directory with an executable regular file wins", "[exec
   CHECK(find_plugin("bridge", {c.str() + "/"}) == in_c);
 }
 
-TEST_CASE("finder: directories and dangling symlinks are not plugins, symlinks to plugins are",
-          "[exec]") {
+TEST_CASE("finder: directories and dangling symlinks are not plugins, symlinks to plugins are", "[exec]") {
   TempDir dir;
   fs::create_directory(fs::path(dir.str()) / "macvlan");
   fs::create_symlink("/nonexistent/target", fs::path(dir.str()) / "ipvlan");

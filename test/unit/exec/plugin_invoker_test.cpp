@@ -99,65 +99,58 @@ CniError invoke_error(PluginInvoker& invoker, const std::string& type = "bridge"
 struct Fixture {
   TempDir bin;
   FakeProcessRunner runner;
-  PluginInvoker invoker{
-      runner, {bin.str()}, 1500ms, {"PATH=/usr/bin", "CNI_COMMAND=DEL", "HOME=/root"}};
+  PluginInvoker invoker{runner, {bin.str()}, 1500ms, {"PATH=/usr/bin", "CNI_COMMAND=DEL", "HOME=/root"}};
   Fixture() { bin.script("bridge", "exit 99"); }
 };
 
 }  // namespace
 
 TEST_CASE("plugin env: CNI_* of the base are replaced by the call's", "[exec]") {
-  std::vector<std::string> base = {"PATH=/bin", "CNI_COMMAND=DEL", "CNI_NETNS=/old", "CNI_FOO=x",
-                                   "TZ=UTC"};
+  std::vector<std::string> base = {"PATH=/bin", "CNI_COMMAND=DEL", "CNI_NETNS=/old", "CNI_FOO=x", "TZ=UTC"};
   CHECK(plugin_environment(base, add_call()) ==
-        std::vector<std::string>{"PATH=/bin", "TZ=UTC", "CNI_COMMAND=ADD",
-                                 "CNI_CONTAINERID=abc123", "CNI_NETNS=/var/run/netns/x",
-                                 "CNI_IFNAME=net1", "CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAME=p",
-                                 "CNI_PATH=/opt/cni/bin"});
+        std::vector<std::string>{"PATH=/bin", "TZ=UTC", "CNI_COMMAND=ADD", "CNI_CONTAINERID=abc123",
+                                 "CNI_NETNS=/var/run/netns/x", "CNI_IFNAME=net1",
+                                 "CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAME=p", "CNI_PATH=/opt/cni/bin"});
 }
 
 TEST_CASE("plugin env: empty optional values are omitted, COMMAND and PATH always set", "[exec]") {
   PluginCall call;
   call.command = "VERSION";
-  CHECK(plugin_environment({}, call) ==
-        std::vector<std::string>{"CNI_COMMAND=VERSION", "CNI_PATH="});
+  CHECK(plugin_environment({}, call) == std::vector<std::string>{"CNI_COMMAND=VERSION", "CNI_PATH="});
 }
 
-TEST_CASE("plugin env: duplicates keep the first position and the last value, junk is dropped",
-          "[exec]") {
+TEST_CASE("plugin env: duplicates keep the first position and the last value, junk is dropped", "[exec]") {
   PluginCall call;
   call.command = "DEL";
   call.cni_path = "/p";
-  std::vector<std::string> base = {"PATH=1", "TZ=2",   "PATH=3", "noequals",
-                                   "=novalue", "LANG=x=y", "LC_ALL="};
-  CHECK(plugin_environment(base, call) == std::vector<std::string>{"PATH=3", "TZ=2", "LANG=x=y",
-                                                                   "LC_ALL=", "CNI_COMMAND=DEL",
-                                                                   "CNI_PATH=/p"});
+  std::vector<std::string> base = {"PATH=1", "TZ=2", "PATH=3", "noequals", "=novalue", "LANG=x=y", "LC_ALL="};
+  CHECK(plugin_environment(base, call) ==
+        std::vector<std::string>{"PATH=3", "TZ=2", "LANG=x=y", "LC_ALL=", "CNI_COMMAND=DEL", "CNI_PATH=/p"});
 }
 
-TEST_CASE("plugin env: only the allow-list of the runtime's variables reaches a delegate",
-          "[exec]") {
-  for (const char* name : {"PATH", "LD_LIBRARY_PATH", "TMPDIR", "XTABLES_LOCKFILE", "TZ", "LANG",
-                           "LANGUAGE", "LC_ALL", "LC_MESSAGES"}) {
+TEST_CASE("plugin env: only the allow-list of the runtime's variables reaches a delegate", "[exec]") {
+  for (const char* name :
+       {"PATH", "LD_LIBRARY_PATH", "TMPDIR", "XTABLES_LOCKFILE", "TZ", "LANG", "LANGUAGE", "LC_ALL", "LC_MESSAGES"}) {
     CAPTURE(name);
     CHECK(manifold::exec::passes_to_delegate(name));
   }
-  for (const char* name : {"KUBECONFIG", "KUBERNETES_SERVICE_HOST", "HOME", "LD_PRELOAD",
-                           "LD_AUDIT", "HTTPS_PROXY", "https_proxy", "ASAN_OPTIONS",
-                           "MY_TOKEN", "LC_", "LC", "path", "PATH2", "XPATH", "CNI_COMMAND", ""}) {
+  for (const char* name :
+       {"KUBECONFIG", "KUBERNETES_SERVICE_HOST", "HOME", "LD_PRELOAD", "LD_AUDIT", "HTTPS_PROXY", "https_proxy",
+        "ASAN_OPTIONS", "MY_TOKEN", "LC_", "LC", "path", "PATH2", "XPATH", "CNI_COMMAND", ""}) {
     CAPTURE(name);
     CHECK_FALSE(manifold::exec::passes_to_delegate(name));
   }
   PluginCall call = add_call();
-  std::vector<std::string> base = {"KUBECONFIG=/etc/kubernetes/admin.conf", "PATH=/usr/bin",
-                                   "LD_PRELOAD=/tmp/evil.so", "SECRET_TOKEN=s3cr3t",
-                                   "LC_ALL=C.UTF-8", "HOME=/root"};
+  std::vector<std::string> base = {"KUBECONFIG=/etc/kubernetes/admin.conf",
+                                   "PATH=/usr/bin",
+                                   "LD_PRELOAD=/tmp/evil.so",
+                                   "SECRET_TOKEN=s3cr3t",
+                                   "LC_ALL=C.UTF-8",
+                                   "HOME=/root"};
   std::vector<std::string> env = plugin_environment(base, call);
-  CHECK(env == std::vector<std::string>{"PATH=/usr/bin", "LC_ALL=C.UTF-8", "CNI_COMMAND=ADD",
-                                        "CNI_CONTAINERID=abc123", "CNI_NETNS=/var/run/netns/x",
-                                        "CNI_IFNAME=net1",
-                                        "CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAME=p",
-                                        "CNI_PATH=/opt/cni/bin"});
+  CHECK(env == std::vector<std::string>{"PATH=/usr/bin", "LC_ALL=C.UTF-8", "CNI_COMMAND=ADD", "CNI_CONTAINERID=abc123",
+                                        "CNI_NETNS=/var/run/netns/x", "CNI_IFNAME=net1",
+                                        "CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAME=p", "CNI_PATH=/opt/cni/bin"});
 }
 
 TEST_CASE("plugin env: delegateEnv names and prefixes widen the allow-list", "[exec]") {
@@ -168,13 +161,12 @@ TEST_CASE("plugin env: delegateEnv names and prefixes widen the allow-list", "[e
   CHECK_FALSE(manifold::exec::passes_to_delegate("HTTPS_PROXY2", extra));
   CHECK_FALSE(manifold::exec::passes_to_delegate("CORP", extra));
   CHECK_FALSE(manifold::exec::passes_to_delegate("KUBECONFIG", extra));
-  std::vector<std::string> base = {"HTTPS_PROXY=http://proxy:3128", "CORP_REGION=eu", "KUBECONFIG=/k",
-                                   "PATH=/usr/bin"};
+  std::vector<std::string> base = {"HTTPS_PROXY=http://proxy:3128", "CORP_REGION=eu", "KUBECONFIG=/k", "PATH=/usr/bin"};
   std::vector<std::string> env = plugin_environment(base, add_call(), extra);
   CHECK(env == std::vector<std::string>{"HTTPS_PROXY=http://proxy:3128", "CORP_REGION=eu", "PATH=/usr/bin",
-                                        "CNI_COMMAND=ADD", "CNI_CONTAINERID=abc123",
-                                        "CNI_NETNS=/var/run/netns/x", "CNI_IFNAME=net1",
-                                        "CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAME=p", "CNI_PATH=/opt/cni/bin"});
+                                        "CNI_COMMAND=ADD", "CNI_CONTAINERID=abc123", "CNI_NETNS=/var/run/netns/x",
+                                        "CNI_IFNAME=net1", "CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAME=p",
+                                        "CNI_PATH=/opt/cni/bin"});
 }
 
 TEST_CASE("invoker: success returns stdout and sends the right request", "[exec]") {
@@ -188,8 +180,7 @@ TEST_CASE("invoker: success returns stdout and sends the right request", "[exec]
   CHECK(reqs[0].argv == std::vector<std::string>{path});
   CHECK(reqs[0].stdin_data == add_call().config);
   CHECK(reqs[0].timeout == 1500ms);
-  CHECK(reqs[0].env ==
-        plugin_environment({"PATH=/usr/bin", "CNI_COMMAND=DEL", "HOME=/root"}, add_call()));
+  CHECK(reqs[0].env == plugin_environment({"PATH=/usr/bin", "CNI_COMMAND=DEL", "HOME=/root"}, add_call()));
 }
 
 TEST_CASE("invoker: exit 0 with empty stdout is fine", "[exec]") {
@@ -204,10 +195,7 @@ TEST_CASE("invoker: a delegate's CNI error JSON is passed through unchanged", "[
   Fixture f;
   for (unsigned code : {7u, 11u, 3u, 999u}) {
     CAPTURE(code);
-    Json err = {{"cniVersion", "1.0.0"},
-                {"code", code},
-                {"msg", "delegate says no"},
-                {"details", "because"}};
+    Json err = {{"cniVersion", "1.0.0"}, {"code", code}, {"msg", "delegate says no"}, {"details", "because"}};
     f.runner.push_result(exited(1, err.dump() + "\n", "some log\n"));
     CniError e = invoke_error(f.invoker);
     CHECK(e.code() == code);
@@ -226,10 +214,9 @@ TEST_CASE("invoker: error JSON without msg still names the plugin", "[exec]") {
 
 TEST_CASE("invoker: garbage or malformed error output is DelegateFailed", "[exec]") {
   Fixture f;
-  for (std::string out :
-       {std::string("not json"), std::string(R"({"code":0,"msg":"x"})"),
-        std::string(R"({"code":"7","msg":"x"})"), std::string(R"({"code":-3,"msg":"x"})"),
-        std::string(R"({"code":7,"msg":5})"), std::string(R"([1,2])"), std::string("")}) {
+  for (std::string out : {std::string("not json"), std::string(R"({"code":0,"msg":"x"})"),
+                          std::string(R"({"code":"7","msg":"x"})"), std::string(R"({"code":-3,"msg":"x"})"),
+                          std::string(R"({"code":7,"msg":5})"), std::string(R"([1,2])"), std::string("")}) {
     CAPTURE(out);
     f.runner.push_result(exited(2, out, "line one\nfatal: it broke\n"));
     CniError e = invoke_error(f.invoker);
@@ -241,14 +228,12 @@ TEST_CASE("invoker: garbage or malformed error output is DelegateFailed", "[exec
 TEST_CASE("invoker: without stderr the tail of stdout is quoted", "[exec]") {
   Fixture f;
   f.runner.push_result(exited(1, "panic: oops\n"));
-  CHECK(invoke_error(f.invoker).msg() ==
-        "plugin \"bridge\" failed (ADD): exit status 1: panic: oops");
+  CHECK(invoke_error(f.invoker).msg() == "plugin \"bridge\" failed (ADD): exit status 1: panic: oops");
 }
 
 TEST_CASE("invoker: the stderr tail is bounded and made valid UTF-8", "[exec]") {
   Fixture f;
-  std::string err =
-      std::string(100000, 'a') + "\xff\xfe bad bytes \x01\x02 and the real cause: ENOSPC\n";
+  std::string err = std::string(100000, 'a') + "\xff\xfe bad bytes \x01\x02 and the real cause: ENOSPC\n";
   f.runner.push_result(exited(1, "", err));
   CniError e = invoke_error(f.invoker);
   CHECK(e.code() == 101);

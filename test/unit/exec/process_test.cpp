@@ -47,9 +47,7 @@ bool process_dead(pid_t pid) {
     std::string line;
     std::getline(stat, line);
     size_t close_paren = line.rfind(')');
-    if (close_paren != std::string::npos && close_paren + 2 < line.size() &&
-        line[close_paren + 2] == 'Z')
-      return true;
+    if (close_paren != std::string::npos && close_paren + 2 < line.size() && line[close_paren + 2] == 'Z') return true;
     std::this_thread::sleep_for(10ms);
   }
   return false;
@@ -112,8 +110,7 @@ TEST_CASE("process: a chatty stderr before reading stdin does not deadlock", "[e
   CAPTURE(use_pidfd);
   manifold::util::RealSleeper sleeper;
   RealProcessRunner runner(sleeper, use_pidfd);
-  ProcessRequest req =
-      request_for(dir.script("p", "head -c 1048576 /dev/zero >&2; wc -c; echo done >&2"));
+  ProcessRequest req = request_for(dir.script("p", "head -c 1048576 /dev/zero >&2; wc -c; echo done >&2"));
   req.stdin_data = std::string(4u << 20, 'x');
   ProcessResult r = runner.run(req);
   CHECK(r.exit_code == 0);
@@ -138,8 +135,7 @@ TEST_CASE("process: a child that ignores stdin does not kill us with SIGPIPE", "
 TEST_CASE("process: output beyond max_output is drained and dropped", "[exec]") {
   TempDir dir;
   RealProcessRunner runner;
-  ProcessRequest req = request_for(
-      dir.script("p", "head -c 300000 /dev/zero; head -c 200000 /dev/zero >&2; exit 5"));
+  ProcessRequest req = request_for(dir.script("p", "head -c 300000 /dev/zero; head -c 200000 /dev/zero >&2; exit 5"));
   req.max_output = 1000;
   ProcessResult r = runner.run(req);
   CHECK(r.exit_code == 5);  // the child was not blocked by a full pipe
@@ -175,8 +171,7 @@ TEST_CASE("process: timeout kills the child and reports it", "[exec]") {
   CHECK(std::chrono::steady_clock::now() - start < 25s);  // far below the 30 s sleep
 }
 
-TEST_CASE("process: timeout kills a grandchild that holds the pipe (process group kill)",
-          "[exec]") {
+TEST_CASE("process: timeout kills a grandchild that holds the pipe (process group kill)", "[exec]") {
   TempDir dir;
   bool use_pidfd = GENERATE(true, false);  // false: the poll-tick path of kernels < 5.3
   CAPTURE(use_pidfd);
@@ -191,8 +186,7 @@ TEST_CASE("process: timeout kills a grandchild that holds the pipe (process grou
   CHECK(process_dead(grandchild));
 }
 
-TEST_CASE("process: a grandchild holding the pipe after the child exited is killed after the grace",
-          "[exec]") {
+TEST_CASE("process: a grandchild holding the pipe after the child exited is killed after the grace", "[exec]") {
   TempDir dir;
   bool use_pidfd = GENERATE(true, false);  // false: the poll-tick path of kernels < 5.3
   CAPTURE(use_pidfd);
@@ -231,8 +225,7 @@ TEST_CASE("process: the child inherits no other file descriptor", "[exec]") {
   int leaky = ::fcntl(null_fd, F_DUPFD, 100);  // F_DUPFD does not set close-on-exec
   ::close(null_fd);
   REQUIRE(leaky >= 100);
-  std::string script =
-      "if [ -e /proc/$$/fd/" + std::to_string(leaky) + " ]; then echo leaked; else echo clean; fi";
+  std::string script = "if [ -e /proc/$$/fd/" + std::to_string(leaky) + " ]; then echo leaked; else echo clean; fi";
   ProcessResult r = runner.run(request_for(dir.script("p", script)));
   ::close(leaky);
   CHECK(r.stdout_data == "clean\n");
@@ -298,8 +291,7 @@ TEST_CASE("process: ETXTBSY is retried with a doubling back-off", "[exec]") {
     CHECK(r.exec_errno == ETXTBSY);
     CHECK(r.exit_code == 126);
     CHECK(r.stderr_data.find("Text file busy") != std::string::npos);
-    CHECK(sleeper.waits() ==
-          std::vector<std::chrono::milliseconds>{100ms, 200ms, 400ms, 800ms, 1600ms});
+    CHECK(sleeper.waits() == std::vector<std::chrono::milliseconds>{100ms, 200ms, 400ms, 800ms, 1600ms});
   }
   if (writer >= 0) ::close(writer);
 }

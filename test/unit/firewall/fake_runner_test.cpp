@@ -20,8 +20,9 @@ const SavedChain& chain(const SavedTable& t, const char* name) {
 
 TEST_CASE("firewall: fake restore: chain lines create or flush, -A/-I/-D/-F/-X edit", "[firewall]") {
   SavedTable nat = empty_nat_table();
-  apply_restore_payload(nat, "*nat\n:FOO - [0:0]\n-A FOO -j RETURN\n-A FOO -p tcp -j RETURN\n"
-                             "-A PREROUTING -j FOO\n-I PREROUTING 1 -i x -j FOO\n-I PREROUTING -i y -j FOO\nCOMMIT\n");
+  apply_restore_payload(nat,
+                        "*nat\n:FOO - [0:0]\n-A FOO -j RETURN\n-A FOO -p tcp -j RETURN\n"
+                        "-A PREROUTING -j FOO\n-I PREROUTING 1 -i x -j FOO\n-I PREROUTING -i y -j FOO\nCOMMIT\n");
   CHECK(chain(nat, "FOO").rules == std::vector<std::string>{"-j RETURN", "-p tcp -j RETURN"});
   CHECK(chain(nat, "PREROUTING").rules == std::vector<std::string>{"-i y -j FOO", "-i x -j FOO", "-j FOO"});
   apply_restore_payload(nat, "*nat\n:FOO - [0:0]\n-A FOO -j DROP\n-D PREROUTING -i x -j FOO\nCOMMIT\n");
@@ -37,18 +38,18 @@ TEST_CASE("firewall: fake restore: refusals leave the table unchanged", "[firewa
   apply_restore_payload(nat, "*nat\n:FOO - [0:0]\n-A FOO -j RETURN\n-A OUTPUT -j FOO\nCOMMIT\n");
   const std::string before = render_table(nat);
   for (const char* bad : {
-           "*nat\n-D OUTPUT -j BAR\nCOMMIT\n",                 // missing rule
-           "*nat\n-A OUTPUT -j BAR\nCOMMIT\n",                 // unknown target
-           "*nat\n-A NOPE -j RETURN\nCOMMIT\n",                // unknown chain
-           "*nat\n-X FOO\nCOMMIT\n",                            // not empty
-           "*nat\n:FOO - [0:0]\n-X FOO\nCOMMIT\n",              // still referenced
-           "*nat\n-X OUTPUT\nCOMMIT\n",                         // built-in
-           "*nat\n-N FOO\nCOMMIT\n",                            // exists
-           "*nat\n-I OUTPUT 5 -j RETURN\nCOMMIT\n",             // index too big
-           "*nat\n:BAR - [0:0]\n-A BAR -j RETURN\n",            // no COMMIT
-           "-A OUTPUT -j RETURN\n",                             // no table
-           "*filter\n-A INPUT -j DROP\nCOMMIT\n",               // not simulated
-           "*nat\n-Z OUTPUT\nCOMMIT\n",                         // unknown command
+           "*nat\n-D OUTPUT -j BAR\nCOMMIT\n",                                   // missing rule
+           "*nat\n-A OUTPUT -j BAR\nCOMMIT\n",                                   // unknown target
+           "*nat\n-A NOPE -j RETURN\nCOMMIT\n",                                  // unknown chain
+           "*nat\n-X FOO\nCOMMIT\n",                                             // not empty
+           "*nat\n:FOO - [0:0]\n-X FOO\nCOMMIT\n",                               // still referenced
+           "*nat\n-X OUTPUT\nCOMMIT\n",                                          // built-in
+           "*nat\n-N FOO\nCOMMIT\n",                                             // exists
+           "*nat\n-I OUTPUT 5 -j RETURN\nCOMMIT\n",                              // index too big
+           "*nat\n:BAR - [0:0]\n-A BAR -j RETURN\n",                             // no COMMIT
+           "-A OUTPUT -j RETURN\n",                                              // no table
+           "*filter\n-A INPUT -j DROP\nCOMMIT\n",                                // not simulated
+           "*nat\n-Z OUTPUT\nCOMMIT\n",                                          // unknown command
            "*nat\n:BAR - [0:0]\n-A OUTPUT -j BAR\n-D OUTPUT -j NOPE\nCOMMIT\n",  // late failure
        }) {
     INFO(bad);

@@ -129,7 +129,8 @@ TEST_CASE("firewall: multiport lists hold at most 15 port references, a range co
   CHECK(multiport_groups(ports) == std::vector<std::string>{"1,2,3,4,5,6,7,8,9,10,11,12,13,14", "100:200"});
   // 7 ranges = 14 references, an eighth does not fit.
   std::vector<PortRange> ranges;
-  for (std::uint16_t p = 1; p <= 8; ++p) ranges.push_back({static_cast<std::uint16_t>(p * 10), static_cast<std::uint16_t>(p * 10 + 1)});
+  for (std::uint16_t p = 1; p <= 8; ++p)
+    ranges.push_back({static_cast<std::uint16_t>(p * 10), static_cast<std::uint16_t>(p * 10 + 1)});
   const auto groups = multiport_groups(ranges);
   REQUIRE(groups.size() == 2);
   CHECK(groups[0] == "10:11,20:21,30:31,40:41,50:51,60:61,70:71");
@@ -141,10 +142,12 @@ TEST_CASE("firewall: no ignore lists and no UID: only the redirects", "[firewall
   const MeshConfig cfg = enabled(R"({"proxyUID": null, "inboundPortsToIgnore": []})");
   const auto chains = mesh_chains("net1", cfg, Family::V4);
   REQUIRE(chains.size() == 2);
-  CHECK(chains[0].body == std::vector<std::string>{
-                              "-p tcp -m comment --comment \"cnimesh/net1/redirect-inbound\" -j REDIRECT --to-ports 4143"});
-  CHECK(chains[1].body == std::vector<std::string>{
-                              "-p tcp -m comment --comment \"cnimesh/net1/redirect-outbound\" -j REDIRECT --to-ports 4140"});
+  CHECK(chains[0].body ==
+        std::vector<std::string>{
+            "-p tcp -m comment --comment \"cnimesh/net1/redirect-inbound\" -j REDIRECT --to-ports 4143"});
+  CHECK(chains[1].body ==
+        std::vector<std::string>{
+            "-p tcp -m comment --comment \"cnimesh/net1/redirect-outbound\" -j REDIRECT --to-ports 4140"});
   CHECK(chains[0].hook == "PREROUTING");
   CHECK(chains[1].hook == "OUTPUT");
 }
@@ -172,16 +175,17 @@ TEST_CASE("firewall: a disabled direction gets no chain and no jump", "[firewall
 TEST_CASE("firewall: re-ADD flushes and refills the chains without duplicating the jumps", "[firewall]") {
   const MeshConfig cfg = enabled();
   const std::string payload = build_add_payload("net1", cfg, Family::V4, kSavedAfterAdd);
-  CHECK(payload ==
-        "*nat\n"
-        ":CNIMESH-IN-net1 - [0:0]\n"
-        ":CNIMESH-OUT-net1 - [0:0]\n"
-        "-A CNIMESH-IN-net1 -p tcp -m multiport --dports 4190,4191 -m comment --comment "
-        "\"cnimesh/net1/ignore-inbound-ports\" -j RETURN\n"
-        "-A CNIMESH-IN-net1 -p tcp -m comment --comment \"cnimesh/net1/redirect-inbound\" -j REDIRECT --to-ports 4143\n"
-        "-A CNIMESH-OUT-net1 -m owner --uid-owner 2102 -m comment --comment \"cnimesh/net1/ignore-proxy-uid\" -j RETURN\n"
-        "-A CNIMESH-OUT-net1 -p tcp -m comment --comment \"cnimesh/net1/redirect-outbound\" -j REDIRECT --to-ports 4140\n"
-        "COMMIT\n");
+  CHECK(
+      payload ==
+      "*nat\n"
+      ":CNIMESH-IN-net1 - [0:0]\n"
+      ":CNIMESH-OUT-net1 - [0:0]\n"
+      "-A CNIMESH-IN-net1 -p tcp -m multiport --dports 4190,4191 -m comment --comment "
+      "\"cnimesh/net1/ignore-inbound-ports\" -j RETURN\n"
+      "-A CNIMESH-IN-net1 -p tcp -m comment --comment \"cnimesh/net1/redirect-inbound\" -j REDIRECT --to-ports 4143\n"
+      "-A CNIMESH-OUT-net1 -m owner --uid-owner 2102 -m comment --comment \"cnimesh/net1/ignore-proxy-uid\" -j RETURN\n"
+      "-A CNIMESH-OUT-net1 -p tcp -m comment --comment \"cnimesh/net1/redirect-outbound\" -j REDIRECT --to-ports 4140\n"
+      "COMMIT\n");
 }
 
 TEST_CASE("firewall: re-ADD replaces a stale, duplicated or misplaced jump", "[firewall]") {
@@ -211,8 +215,9 @@ TEST_CASE("firewall: re-ADD replaces a stale, duplicated or misplaced jump", "[f
   SECTION("after the mesh's own jump") {
     const std::string payload = build_add_payload(
         "net1", cfg, Family::V4,
-        saved("-A PREROUTING -m comment --comment \"proxy-init/install-proxy-init-prerouting\" -j PROXY_INIT_REDIRECT\n" +
-              jump_in));
+        saved(
+            "-A PREROUTING -m comment --comment \"proxy-init/install-proxy-init-prerouting\" -j PROXY_INIT_REDIRECT\n" +
+            jump_in));
     CHECK_THAT(payload, Catch::Contains("-D PREROUTING -i net1 -p tcp"));
     CHECK_THAT(payload, Catch::Contains("-I PREROUTING 1 -i net1 -p tcp"));
     CHECK_THAT(payload, !Catch::Contains("PROXY_INIT"));  // the mesh's rules are never named

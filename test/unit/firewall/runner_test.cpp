@@ -30,8 +30,8 @@ const char* kScript =
     "exit 0\n";
 
 const char* kAllBinaries[] = {"iptables-legacy-save", "iptables-legacy-restore", "iptables-nft-save",
-                              "iptables-nft-restore", "ip6tables-legacy-save", "ip6tables-legacy-restore",
-                              "ip6tables-nft-save", "ip6tables-nft-restore"};
+                              "iptables-nft-restore", "ip6tables-legacy-save",   "ip6tables-legacy-restore",
+                              "ip6tables-nft-save",   "ip6tables-nft-restore"};
 
 void write_file(const std::string& path, const std::string& text, mode_t mode = 0644) {
   std::ofstream(path) << text;

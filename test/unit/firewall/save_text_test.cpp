@@ -87,13 +87,15 @@ std::vector<std::string> check(const std::string& text) {
 }
 
 bool any_contains(const std::vector<std::string>& diffs, const std::string& needle) {
-  return std::any_of(diffs.begin(), diffs.end(), [&](const std::string& d) { return d.find(needle) != std::string::npos; });
+  return std::any_of(diffs.begin(), diffs.end(),
+                     [&](const std::string& d) { return d.find(needle) != std::string::npos; });
 }
 
 }  // namespace
 
 TEST_CASE("firewall: save text: tables, chain declarations and rules in order", "[firewall]") {
-  const SaveText saved = parse_save_text(join(crowded_lines()) + "*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -j DROP\nCOMMIT\n");
+  const SaveText saved =
+      parse_save_text(join(crowded_lines()) + "*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -j DROP\nCOMMIT\n");
   REQUIRE(saved.tables.size() == 2);
   CHECK(saved.skipped_lines == 0);
   const SavedTable* nat = saved.find("nat");
@@ -267,22 +269,22 @@ TEST_CASE("firewall: CHECK of a disabled direction wants its chain gone", "[fire
 
 TEST_CASE("firewall: garbage save text is skipped, never a crash", "[firewall]") {
   const std::string garbage =
-      "-A PREROUTING -j CNIMESH-IN-net1\n"   // outside any table
-      "COMMIT\n"                             // COMMIT without a table
-      "*\n"                                  // empty table name
+      "-A PREROUTING -j CNIMESH-IN-net1\n"  // outside any table
+      "COMMIT\n"                            // COMMIT without a table
+      "*\n"                                 // empty table name
       "*nat\n"
-      ":\n"                                  // empty chain line
-      ":PREROUTING\n"                        // no policy
+      ":\n"            // empty chain line
+      ":PREROUTING\n"  // no policy
       ":PREROUTING ACCEPT [0:0]\n"
-      ":PREROUTING ACCEPT [0:0]\n"           // duplicate declaration
-      "-A NOSUCH -j CNIMESH-IN-net1\n"       // undeclared chain
+      ":PREROUTING ACCEPT [0:0]\n"      // duplicate declaration
+      "-A NOSUCH -j CNIMESH-IN-net1\n"  // undeclared chain
       "-A\n"
       "-A \n"
-      "[5:6] -A PREROUTING -j X\n"           // counters form
+      "[5:6] -A PREROUTING -j X\n"  // counters form
       "-A PREROUTING -m comment --comment \"unterminated -j CNIMESH-IN-net1\n"
       "random words\n"
       ":CNIMESH-IN-net1 - [0:0]\n"
-      "-A PREROUTING\n"                      // rule without spec
+      "-A PREROUTING\n"                                // rule without spec
       "-A PREROUTING -i net1 -j CNIMESH-IN-net1\r\n";  // CRLF, no COMMIT
   const SaveText saved = parse_save_text(garbage);
   CHECK(saved.skipped_lines >= 10);

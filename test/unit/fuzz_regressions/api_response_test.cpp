@@ -52,7 +52,8 @@ TEST_CASE("fuzz: an API answer with an out-of-range number is a decoding error",
     INFO(body);
     Client c;
     c.transport.push_response(200, body);
-    CHECK(error_code_of([&] { c.client.get_pod("default", "web-0"); }) == static_cast<unsigned>(cni::ErrorCode::Decoding));
+    CHECK(error_code_of([&] { c.client.get_pod("default", "web-0"); }) ==
+          static_cast<unsigned>(cni::ErrorCode::Decoding));
     c.transport.push_response(200, body);
     CHECK(error_code_of([&] { c.client.get_nad("default", "macvlan-conf"); }) ==
           static_cast<unsigned>(cni::ErrorCode::Decoding));
@@ -62,10 +63,12 @@ TEST_CASE("fuzz: an API answer with an out-of-range number is a decoding error",
 TEST_CASE("fuzz: an API answer nested far too deep is a decoding error, not a stack overflow", "[fuzz]") {
   Client c;
   c.transport.push_response(200, pod_nested(400000));
-  CHECK(error_code_of([&] { c.client.get_pod("default", "web-0"); }) == static_cast<unsigned>(cni::ErrorCode::Decoding));
-  c.transport.push_response(200, pod_nested(300));
-  CHECK(error_code_of([&] { c.client.update_pod_status("default", "web-0", Json{{"kind", "Pod"}}); }) ==
+  CHECK(error_code_of([&] { c.client.get_pod("default", "web-0"); }) ==
         static_cast<unsigned>(cni::ErrorCode::Decoding));
+  c.transport.push_response(200, pod_nested(300));
+  CHECK(error_code_of([&] {
+          c.client.update_pod_status("default", "web-0", Json{{"kind", "Pod"}});
+        }) == static_cast<unsigned>(cni::ErrorCode::Decoding));
 }
 
 TEST_CASE("fuzz: ordinary API answers still decode and go back out", "[fuzz]") {

@@ -51,16 +51,18 @@ struct Replay {
   }
 };
 
-std::string nested(int depth) { return "{\"cniVersion\":\"1.0.0\",\"x\":" + std::string(depth, '[') + std::string(depth, ']') + "}"; }
+std::string nested(int depth) {
+  return "{\"cniVersion\":\"1.0.0\",\"x\":" + std::string(depth, '[') + std::string(depth, ']') + "}";
+}
 
 }  // namespace
 
 TEST_CASE("fuzz: DEL and CHECK of a cached config without a usable type are CNI errors", "[fuzz]") {
   // From fuzz_cache_file (corpus/cache_file/corrupt-configs.json, bad-type-result.json).
   const char* corrupt[] = {
-      R"({"cniVersion":"1.0.0"})",                                  // no type, no plugins: was UB
-      R"({"cniVersion":"0.4.0","type":7})",                         // type not a string: type_error
-      R"({"cniVersion":"1.0.0","plugins":"x"})",                    // plugins not a list: type_error
+      R"({"cniVersion":"1.0.0"})",                                    // no type, no plugins: was UB
+      R"({"cniVersion":"0.4.0","type":7})",                           // type not a string: type_error
+      R"({"cniVersion":"1.0.0","plugins":"x"})",                      // plugins not a list: type_error
       R"({"cniVersion":"1.0.0","plugins":{"a":{"type":"bridge"}}})",  // plugins an object
       R"({"cniVersion":"1.0.0","plugins":[{"type":"bridge"},{"type":1}]})",
       R"({"cniVersion":"1.0.0","plugins":[]})",

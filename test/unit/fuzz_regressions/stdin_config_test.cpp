@@ -32,8 +32,11 @@ struct CopyingHandlers final : cni::Handlers {
 };
 
 std::map<std::string, std::string> add_env() {
-  return {{"CNI_COMMAND", "ADD"}, {"CNI_CONTAINERID", "c1"}, {"CNI_NETNS", "/var/run/netns/x"},
-          {"CNI_IFNAME", "eth0"}, {"CNI_PATH", "/opt/cni/bin"}};
+  return {{"CNI_COMMAND", "ADD"},
+          {"CNI_CONTAINERID", "c1"},
+          {"CNI_NETNS", "/var/run/netns/x"},
+          {"CNI_IFNAME", "eth0"},
+          {"CNI_PATH", "/opt/cni/bin"}};
 }
 
 std::string config_nested(std::size_t depth) {
@@ -78,8 +81,8 @@ TEST_CASE("fuzz: VERSION still answers for a deeply nested stdin", "[fuzz]") {
 TEST_CASE("fuzz: a stdin config with a NUL byte is a decoding error", "[fuzz]") {
   CopyingHandlers h;
   const std::string conf = R"({"cniVersion":"1.1.0","name":"n","type":"manifold","delegates":[{"type":"bridge"}]})";
-  for (const std::string& stdin_text : {conf + std::string(1, '\0'), conf + std::string(8, '\0') + R"(": "x"}]})",
-                                        std::string(1, '\0') + conf}) {
+  for (const std::string& stdin_text :
+       {conf + std::string(1, '\0'), conf + std::string(8, '\0') + R"(": "x"}]})", std::string(1, '\0') + conf}) {
     cni::DispatchOutput out = cni::dispatch(add_env(), stdin_text, h);
     REQUIRE(out.exit_code == 1);
     Json error = Json::parse(out.stdout_text);

@@ -14,11 +14,12 @@ using std::chrono::milliseconds;
 
 namespace {
 
-const char* kPodJson = R"({"kind":"Pod","apiVersion":"v1","metadata":{"name":"web-1","namespace":"default","resourceVersion":"42"}})";
+const char* kPodJson =
+    R"({"kind":"Pod","apiVersion":"v1","metadata":{"name":"web-1","namespace":"default","resourceVersion":"42"}})";
 
 std::string status_json(int code, const std::string& reason, const std::string& message) {
-  Json s = {{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"},
-            {"message", message}, {"reason", reason}, {"code", code}};
+  Json s = {{"kind", "Status"},   {"apiVersion", "v1"}, {"status", "Failure"},
+            {"message", message}, {"reason", reason},   {"code", code}};
   return s.dump();
 }
 
@@ -169,7 +170,8 @@ TEST_CASE("ApiClient retries connection errors", "[k8s]") {
 
 TEST_CASE("ApiClient does not retry certificate errors", "[k8s]") {
   Harness h;
-  h.transport.push_error(TransportError(TransportError::Kind::TlsVerify, "TLS certificate rejected: hostname mismatch"));
+  h.transport.push_error(
+      TransportError(TransportError::Kind::TlsVerify, "TLS certificate rejected: hostname mismatch"));
   ApiClient client = h.client();
   ApiError e = api_error_of([&] { client.get_pod("default", "web-1"); });
   CHECK(e.http_status() == 0);
@@ -199,8 +201,9 @@ TEST_CASE("ApiClient does not retry 404 and names the missing object", "[k8s]") 
 
 TEST_CASE("ApiClient does not retry 409 on the status update", "[k8s]") {
   Harness h;
-  h.transport.push_response(409, status_json(409, "Conflict",
-                                             "Operation cannot be fulfilled on pods \"web-1\": the object has been modified"));
+  h.transport.push_response(
+      409,
+      status_json(409, "Conflict", "Operation cannot be fulfilled on pods \"web-1\": the object has been modified"));
   ApiClient client = h.client();
   ApiError e = api_error_of([&] { client.update_pod_status("default", "web-1", Json::parse(kPodJson)); });
   CHECK(e.conflict());
@@ -210,13 +213,16 @@ TEST_CASE("ApiClient does not retry 409 on the status update", "[k8s]") {
 
 TEST_CASE("ApiClient reports 401 and 403 with the server's Status message and a hint", "[k8s]") {
   Harness h;
-  h.transport.push_response(403, status_json(403, "Forbidden",
-                                             "pods \"web-1\" is forbidden: User \"system:serviceaccount:kube-system:manifold\" cannot get resource \"pods\""));
+  h.transport.push_response(403,
+                            status_json(403, "Forbidden",
+                                        "pods \"web-1\" is forbidden: User "
+                                        "\"system:serviceaccount:kube-system:manifold\" cannot get resource \"pods\""));
   h.transport.push_response(401, status_json(401, "Unauthorized", "Unauthorized"));
   ApiClient client = h.client();
   ApiError forbidden = api_error_of([&] { client.get_pod("default", "web-1"); });
   CHECK(forbidden.http_status() == 403);
-  CHECK_THAT(forbidden.msg(), Catch::StartsWith("Kubernetes API GET pods \"web-1\" in namespace \"default\" failed: HTTP 403 Forbidden: pods \"web-1\" is forbidden"));
+  CHECK_THAT(forbidden.msg(), Catch::StartsWith("Kubernetes API GET pods \"web-1\" in namespace \"default\" failed: "
+                                                "HTTP 403 Forbidden: pods \"web-1\" is forbidden"));
   CHECK_THAT(forbidden.msg(), Catch::Contains("RBAC"));
   ApiError unauthorized = api_error_of([&] { client.get_pod("default", "web-1"); });
   CHECK_THAT(unauthorized.msg(), Catch::Contains("HTTP 401 Unauthorized") && Catch::Contains("token"));
@@ -250,8 +256,9 @@ TEST_CASE("ApiClient gives up at the attempt limit", "[k8s]") {
   ApiError e = api_error_of([&] { client.get_nad("default", "net1"); });
   CHECK(client.requests_made() == 3);
   CHECK(h.sleeper.waits().size() == 2);
-  CHECK_THAT(e.msg(), Catch::StartsWith("Kubernetes API still answering 503 ServiceUnavailable to GET "
-                                        "network-attachment-definitions \"net1\" in namespace \"default\" after 3 attempts"));
+  CHECK_THAT(e.msg(),
+             Catch::StartsWith("Kubernetes API still answering 503 ServiceUnavailable to GET "
+                               "network-attachment-definitions \"net1\" in namespace \"default\" after 3 attempts"));
   CHECK_THAT(e.msg(), Catch::Contains("(limit of 3 attempts reached)"));
 }
 
@@ -268,8 +275,9 @@ TEST_CASE("ApiClient bounds each attempt by the remaining deadline", "[k8s]") {
   CHECK(h.transport.timeouts()[0] == milliseconds(2000));
   CHECK(h.transport.timeouts()[1] == milliseconds(400));  // 2500 − 2000 − 100 ms backoff
   CHECK(e.http_status() == 0);
-  CHECK_THAT(e.msg(), Catch::StartsWith("Kubernetes API unreachable for GET pods \"web-1\" in namespace \"default\" "
-                                        "after 2 attempts over 4.1s (deadline of 2.5s reached): did not answer within 400 ms"));
+  CHECK_THAT(e.msg(),
+             Catch::StartsWith("Kubernetes API unreachable for GET pods \"web-1\" in namespace \"default\" "
+                               "after 2 attempts over 4.1s (deadline of 2.5s reached): did not answer within 400 ms"));
 }
 
 TEST_CASE("ApiClient reads token_file once per client, so a rotated token is picked up next time", "[k8s]") {
@@ -287,7 +295,9 @@ TEST_CASE("ApiClient reads token_file once per client, so a rotated token is pic
   }
   h.files.add(h.auth.token_file, "second-token");
   h.client().get_pod("default", "web-1");
-  auto auth_of = [&](std::size_t i) { return HttpResponse{0, h.transport.requests()[i].headers, ""}.header("Authorization"); };
+  auto auth_of = [&](std::size_t i) {
+    return HttpResponse{0, h.transport.requests()[i].headers, ""}.header("Authorization");
+  };
   CHECK(auth_of(0) == "Bearer first-token");
   CHECK(auth_of(1) == "Bearer first-token");
   CHECK(auth_of(2) == "Bearer second-token");
@@ -346,12 +356,14 @@ TEST_CASE("ApiClient never puts the token into an error", "[k8s]") {
 TEST_CASE("ApiClient validates namespaces and names before building a path", "[k8s]") {
   Harness h;
   ApiClient client = h.client();
-  for (const std::string& ns : std::vector<std::string>{"", "Default", "a/b", "..", "kube_system", "-a", std::string(64, 'a')}) {
+  for (const std::string& ns :
+       std::vector<std::string>{"", "Default", "a/b", "..", "kube_system", "-a", std::string(64, 'a')}) {
     cni::CniError e = cni_error_of([&] { client.get_pod(ns, "web-1"); });
     CHECK(e.code() == static_cast<unsigned>(cni::ErrorCode::InvalidConfig));
     CHECK_THAT(e.msg(), Catch::Contains("invalid Kubernetes namespace"));
   }
-  for (const std::string& name : std::vector<std::string>{"", "../../secrets/x", "web 1", "web%2F1", "web/1", "Web-1", "a..b", "a.", std::string(254, 'a')}) {
+  for (const std::string& name : std::vector<std::string>{"", "../../secrets/x", "web 1", "web%2F1", "web/1", "Web-1",
+                                                          "a..b", "a.", std::string(254, 'a')}) {
     cni::CniError e = cni_error_of([&] { client.get_nad("default", name); });
     CHECK_THAT(e.msg(), Catch::Contains("invalid NetworkAttachmentDefinition name"));
   }

@@ -105,8 +105,8 @@ TEST_CASE("BeastTransport reuses one keep-alive connection for consecutive reque
 TEST_CASE("BeastTransport sends the request body with its length", "[k8s]") {
   TlsTestServer server(ServerOptions{pki().server, {}, ServerMode::Respond, false});
   BeastTransport transport(auth_for("127.0.0.1", server.port()));
-  HttpRequest put{"PUT", "/api/v1/namespaces/default/pods/a/status", {{"Content-Type", "application/json"}},
-                  R"({"kind":"Pod"})"};
+  HttpRequest put{
+      "PUT", "/api/v1/namespaces/default/pods/a/status", {{"Content-Type", "application/json"}}, R"({"kind":"Pod"})"};
   CHECK(transport.send(put, kGenerous).status == 200);
   auto requests = server.requests();
   REQUIRE(requests.size() == 1);
@@ -116,8 +116,10 @@ TEST_CASE("BeastTransport sends the request body with its length", "[k8s]") {
 }
 
 TEST_CASE("serialize_request writes the request line, Host, the headers in order and the length", "[k8s]") {
-  HttpRequest put{"PUT", "/api/v1/namespaces/default/pods/a/status",
-                  {{"Authorization", "Bearer t"}, {"Accept", "application/json"}}, R"({"kind":"Pod"})"};
+  HttpRequest put{"PUT",
+                  "/api/v1/namespaces/default/pods/a/status",
+                  {{"Authorization", "Bearer t"}, {"Accept", "application/json"}},
+                  R"({"kind":"Pod"})"};
   CHECK(serialize_request(put, "10.0.0.1:6443") ==
         "PUT /api/v1/namespaces/default/pods/a/status HTTP/1.1\r\nHost: 10.0.0.1:6443\r\n"
         "Authorization: Bearer t\r\nAccept: application/json\r\nContent-Length: 14\r\n\r\n{\"kind\":\"Pod\"}");
@@ -184,7 +186,8 @@ TEST_CASE("BeastTransport rejects a certificate for another IP address", "[k8s]"
 }
 
 TEST_CASE("BeastTransport rejects a certificate for another host name", "[k8s]") {
-  TlsTestServer server(ServerOptions{pki().ca.issue("apiserver", {"IP:127.0.0.1"}, false), {}, ServerMode::Respond, false});
+  TlsTestServer server(
+      ServerOptions{pki().ca.issue("apiserver", {"IP:127.0.0.1"}, false), {}, ServerMode::Respond, false});
   BeastTransport transport(auth_for("localhost", server.port()));
   std::string message;
   CHECK(send_expecting_error(transport, get("/x"), kGenerous, message) == TransportError::Kind::TlsVerify);

@@ -62,8 +62,7 @@ TEST_CASE("namespace policy from the meta-plugin config", "[k8s]") {
   CHECK(p.system_namespaces == Strings{"kube-system", "ops"});
 
   CHECK(policy_of(Json::parse(R"({"systemNamespaces":[]})")).system_namespaces.empty());
-  CHECK(policy_of(Json::parse(R"({"systemNamespaces":null})")).system_namespaces ==
-        Strings{"kube-system"});
+  CHECK(policy_of(Json::parse(R"({"systemNamespaces":null})")).system_namespaces == Strings{"kube-system"});
 
   CHECK(policy_error(Json::parse(R"({"namespaceIsolation":"true"})")) ==
         "invalid config: key \"namespaceIsolation\" must be a boolean");

@@ -94,9 +94,10 @@ std::string load_error(const std::string& text) {
 
 TEST_CASE("kubeconfig: current-context selects the context, cluster and user", "[k8s]") {
   util::FakeFileReader files;
-  ClusterAuth auth = load(kubeconfig("    server: https://10.0.0.1:6443\n    certificate-authority-data: " + kCaB64 + "\n",
-                                     "    token: abc.def\n"),
-                          files);
+  ClusterAuth auth =
+      load(kubeconfig("    server: https://10.0.0.1:6443\n    certificate-authority-data: " + kCaB64 + "\n",
+                      "    token: abc.def\n"),
+           files);
   CHECK(auth.server == "https://10.0.0.1:6443");
   CHECK(auth.ca_pem == kCa);
   CHECK(auth.token == "abc.def");
@@ -114,20 +115,20 @@ TEST_CASE("kubeconfig: certificate-authority file is read relative to the kubeco
   util::FakeFileReader files;
   files.add(kDir + "ca.crt", kCa);
   files.add("/abs/ca.pem", kCa + "#abs");
-  ClusterAuth rel = load(kubeconfig("    server: https://k8s.example:6443\n    certificate-authority: ca.crt\n",
-                                    "    token: t\n"),
-                         files);
+  ClusterAuth rel = load(
+      kubeconfig("    server: https://k8s.example:6443\n    certificate-authority: ca.crt\n", "    token: t\n"), files);
   CHECK(rel.ca_pem == kCa);
-  ClusterAuth abs = load(kubeconfig("    server: https://k8s.example:6443\n    certificate-authority: /abs/ca.pem\n",
-                                    "    token: t\n"),
-                         files);
+  ClusterAuth abs = load(
+      kubeconfig("    server: https://k8s.example:6443\n    certificate-authority: /abs/ca.pem\n", "    token: t\n"),
+      files);
   CHECK(abs.ca_pem == kCa + "#abs");
 }
 
 TEST_CASE("kubeconfig: -data wins over the file form", "[k8s]") {
   util::FakeFileReader files;
   ClusterAuth auth = load(kubeconfig("    server: https://k8s.example\n    certificate-authority: missing.crt\n"
-                                     "    certificate-authority-data: " + kCaB64 + "\n",
+                                     "    certificate-authority-data: " +
+                                         kCaB64 + "\n",
                                      "    token: t\n"),
                           files);
   CHECK(auth.ca_pem == kCa);
@@ -145,9 +146,10 @@ TEST_CASE("kubeconfig: client certificate and key from files and from -data", "[
   CHECK(from_files.client_key_pem == kKey);
   CHECK(from_files.token.empty());
 
-  ClusterAuth from_data = load(kubeconfig("    server: https://k8s.example\n", "    client-certificate-data: " + kCertB64 +
-                                                                                  "\n    client-key-data: " + kKeyB64 + "\n"),
-                               files);
+  ClusterAuth from_data =
+      load(kubeconfig("    server: https://k8s.example\n",
+                      "    client-certificate-data: " + kCertB64 + "\n    client-key-data: " + kKeyB64 + "\n"),
+           files);
   CHECK(from_data.client_cert_pem == kCert);
   CHECK(from_data.client_key_pem == kKey);
 }
@@ -157,8 +159,8 @@ TEST_CASE("kubeconfig: tokenFile is kept as a resolved path, not read", "[k8s]")
   ClusterAuth rel = load(kubeconfig("    server: https://k8s.example\n", "    tokenFile: secrets/token\n"), files);
   CHECK(rel.token_file == kDir + "secrets/token");
   CHECK(rel.token.empty());
-  ClusterAuth abs = load(kubeconfig("    server: https://k8s.example\n", "    tokenFile: /var/run/token\n    token: static\n"),
-                         files);
+  ClusterAuth abs = load(
+      kubeconfig("    server: https://k8s.example\n", "    tokenFile: /var/run/token\n    token: static\n"), files);
   CHECK(abs.token_file == "/var/run/token");
   CHECK(abs.token == "static");
   CHECK(files.reads() == std::vector<std::string>{kPath, kPath});
@@ -179,18 +181,21 @@ TEST_CASE("kubeconfig: a relative kubeconfig path resolves files against its own
 TEST_CASE("kubeconfig: insecure-skip-tls-verify is honoured with a warning", "[k8s]") {
   LogCapture log;
   util::FakeFileReader files;
-  ClusterAuth auth = load(kubeconfig("    server: https://k8s.example\n    insecure-skip-tls-verify: true\n", "    token: t\n"),
-                          files);
+  ClusterAuth auth = load(
+      kubeconfig("    server: https://k8s.example\n    insecure-skip-tls-verify: true\n", "    token: t\n"), files);
   CHECK(auth.insecure_skip_tls_verify);
   CHECK_THAT(log.text(), Catch::Contains("insecure-skip-tls-verify") && Catch::Contains("NOT be verified"));
 }
 
 TEST_CASE("kubeconfig: insecure-skip-tls-verify false, and together with a CA", "[k8s]") {
   util::FakeFileReader files;
-  CHECK_FALSE(load(kubeconfig("    server: https://k8s.example\n    insecure-skip-tls-verify: false\n", "    token: t\n"), files)
-                  .insecure_skip_tls_verify);
+  CHECK_FALSE(
+      load(kubeconfig("    server: https://k8s.example\n    insecure-skip-tls-verify: false\n", "    token: t\n"),
+           files)
+          .insecure_skip_tls_verify);
   CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n    insecure-skip-tls-verify: true\n"
-                                   "    certificate-authority-data: " + kCaB64 + "\n",
+                                   "    certificate-authority-data: " +
+                                       kCaB64 + "\n",
                                    "    token: t\n")),
              Catch::Contains("both insecure-skip-tls-verify and a certificate-authority"));
 }
@@ -206,18 +211,21 @@ TEST_CASE("kubeconfig: missing context, cluster and user are named", "[k8s]") {
   CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n", "    token: t\n", "nope")),
              Catch::Contains(kPath) && Catch::Contains("context \"nope\" not found in contexts"));
 
-  std::string missing_cluster = "current-context: a\ncontexts:\n- name: a\n  context:\n    cluster: gone\n    user: u\n"
-                                "clusters: []\nusers:\n- name: u\n  user:\n    token: t\n";
+  std::string missing_cluster =
+      "current-context: a\ncontexts:\n- name: a\n  context:\n    cluster: gone\n    user: u\n"
+      "clusters: []\nusers:\n- name: u\n  user:\n    token: t\n";
   CHECK_THAT(load_error(missing_cluster), Catch::Contains("cluster \"gone\" not found in clusters"));
 
-  std::string missing_user = "current-context: a\ncontexts:\n- name: a\n  context:\n    cluster: c\n    user: ghost\n"
-                             "clusters:\n- name: c\n  cluster:\n    server: https://k8s.example\n";
+  std::string missing_user =
+      "current-context: a\ncontexts:\n- name: a\n  context:\n    cluster: c\n    user: ghost\n"
+      "clusters:\n- name: c\n  cluster:\n    server: https://k8s.example\n";
   CHECK_THAT(load_error(missing_user), Catch::Contains("user \"ghost\" not found in users"));
 
   CHECK_THAT(load_error("apiVersion: v1\nkind: Config\n"), Catch::Contains("has no current-context"));
   CHECK_THAT(load_error("current-context: a\ncontexts:\n- name: a\n  context:\n    user: u\n"),
              Catch::Contains("context \"a\" has no cluster"));
-  CHECK_THAT(load_error("current-context: a\ncontexts:\n- name: a\n"), Catch::Contains("context \"a\" has no context section"));
+  CHECK_THAT(load_error("current-context: a\ncontexts:\n- name: a\n"),
+             Catch::Contains("context \"a\" has no context section"));
   CHECK_THAT(load_error(kubeconfig("    insecure-skip-tls-verify: true\n", "    token: t\n")),
              Catch::Contains("cluster \"c1\" has no server"));
 }
@@ -225,16 +233,18 @@ TEST_CASE("kubeconfig: missing context, cluster and user are named", "[k8s]") {
 TEST_CASE("kubeconfig: a context without a user means anonymous access, with a warning", "[k8s]") {
   LogCapture log;
   util::FakeFileReader files;
-  ClusterAuth auth = load("current-context: a\ncontexts:\n- name: a\n  context:\n    cluster: c\n"
-                          "clusters:\n- name: c\n  cluster:\n    server: https://k8s.example\n",
-                          files);
+  ClusterAuth auth = load(
+      "current-context: a\ncontexts:\n- name: a\n  context:\n    cluster: c\n"
+      "clusters:\n- name: c\n  cluster:\n    server: https://k8s.example\n",
+      files);
   CHECK(auth.token.empty());
   CHECK(auth.token_file.empty());
   CHECK_THAT(log.text(), Catch::Contains("names no user"));
 }
 
 TEST_CASE("kubeconfig: malformed YAML and non-mapping documents", "[k8s]") {
-  CHECK_THAT(load_error("current-context: [unclosed\n"), Catch::Contains("is not valid YAML") && Catch::Contains("line"));
+  CHECK_THAT(load_error("current-context: [unclosed\n"),
+             Catch::Contains("is not valid YAML") && Catch::Contains("line"));
   CHECK_THAT(load_error("a: b: c\n"), Catch::Contains("is not valid YAML"));
   CHECK_THAT(load_error("current-context: a\n\tcontexts: []\n"), Catch::Contains("is not valid YAML"));
   CHECK_THAT(load_error(""), Catch::Contains("is empty"));
@@ -245,14 +255,17 @@ TEST_CASE("kubeconfig: malformed YAML and non-mapping documents", "[k8s]") {
 TEST_CASE("kubeconfig: wrong types are rejected with the field name", "[k8s]") {
   CHECK_THAT(load_error("current-context: [a, b]\n"), Catch::Contains("current-context must be a string"));
   CHECK_THAT(load_error("current-context: a\ncontexts: {a: b}\n"), Catch::Contains("contexts must be a list"));
-  CHECK_THAT(load_error("current-context: a\ncontexts:\n- just-a-string\n"), Catch::Contains("contexts[0] must be a mapping"));
+  CHECK_THAT(load_error("current-context: a\ncontexts:\n- just-a-string\n"),
+             Catch::Contains("contexts[0] must be a mapping"));
   CHECK_THAT(load_error("current-context: a\ncontexts:\n- name: a\n  context: [x]\n"),
              Catch::Contains("context must be a mapping"));
   CHECK_THAT(load_error(kubeconfig("    server: {host: x}\n", "    token: t\n")),
              Catch::Contains("cluster \"c1\" field server must be a string"));
-  CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n    insecure-skip-tls-verify: maybe\n", "    token: t\n")),
+  CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n    insecure-skip-tls-verify: maybe\n",
+                                   "    token: t\n")),
              Catch::Contains("insecure-skip-tls-verify must be true or false"));
-  CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n    insecure-skip-tls-verify: [true]\n", "    token: t\n")),
+  CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n    insecure-skip-tls-verify: [true]\n",
+                                   "    token: t\n")),
              Catch::Contains("insecure-skip-tls-verify must be true or false"));
   CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n", "    token: [a]\n")),
              Catch::Contains("user \"u1\" field token must be a string"));
@@ -269,17 +282,22 @@ TEST_CASE("kubeconfig: invalid server URLs are rejected", "[k8s]") {
 }
 
 TEST_CASE("kubeconfig: referenced files that cannot be read, and bad -data", "[k8s]") {
-  CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n    certificate-authority: nope.crt\n", "    token: t\n")),
+  CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n    certificate-authority: nope.crt\n",
+                                   "    token: t\n")),
              Catch::Contains(kPath) && Catch::Contains("certificate-authority") && Catch::Contains(kDir + "nope.crt"));
-  CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n    certificate-authority-data: '%%%'\n", "    token: t\n")),
+  CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n    certificate-authority-data: '%%%'\n",
+                                   "    token: t\n")),
              Catch::Contains("certificate-authority-data is not valid base64"));
-  CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n    certificate-authority-data: aGVsbG8=\n", "    token: t\n")),
+  CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n    certificate-authority-data: aGVsbG8=\n",
+                                   "    token: t\n")),
              Catch::Contains("does not contain a PEM certificate"));
-  CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n", "    client-certificate-data: " + kCertB64 + "\n")),
-             Catch::Contains("must set both client-certificate and client-key"));
-  CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n",
-                                   "    client-certificate-data: " + kCertB64 + "\n    client-key-data: " + kCertB64 + "\n")),
-             Catch::Contains("client-key does not contain a PEM private key"));
+  CHECK_THAT(
+      load_error(kubeconfig("    server: https://k8s.example\n", "    client-certificate-data: " + kCertB64 + "\n")),
+      Catch::Contains("must set both client-certificate and client-key"));
+  CHECK_THAT(
+      load_error(kubeconfig("    server: https://k8s.example\n",
+                            "    client-certificate-data: " + kCertB64 + "\n    client-key-data: " + kCertB64 + "\n")),
+      Catch::Contains("client-key does not contain a PEM private key"));
 }
 
 TEST_CASE("kubeconfig: a missing kubeconfig file is a configuration error naming it", "[k8s]") {
@@ -297,9 +315,9 @@ TEST_CASE("kubeconfig: errors never echo token or key contents", "[k8s]") {
   std::string msg = load_error(kubeconfig("    server: https://k8s.example\n", "    token: \"sekrit tok\\nen\"\n"));
   CHECK_THAT(msg, Catch::Contains("field token contains whitespace"));
   CHECK_THAT(msg, !Catch::Contains("sekrit"));
-  std::string key_msg = load_error(kubeconfig("    server: https://k8s.example\n",
-                                              "    client-certificate-data: " + kCertB64 + "\n    client-key-data: " +
-                                                  kCaB64 + "\n"));
+  std::string key_msg =
+      load_error(kubeconfig("    server: https://k8s.example\n",
+                            "    client-certificate-data: " + kCertB64 + "\n    client-key-data: " + kCaB64 + "\n"));
   CHECK_THAT(key_msg, !Catch::Contains("BEGIN"));
 }
 

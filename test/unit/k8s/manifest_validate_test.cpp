@@ -87,10 +87,11 @@ spec: {}
                                         true);
   REQUIRE(reports.size() == 4);
   CHECK(errors_of(reports[0].problems) ==
-        std::vector<std::string>{"$.apiVersion: must be \"k8s.cni.cncf.io/v1\"",
-                                 "$.metadata.name: must be a DNS-1123 subdomain (lower-case alphanumerics, '-' and '.')",
-                                 "$.spec.config.plugins[1].type: must be a plugin file name, not a path (no '/', '.' or '..')",
-                                 "$.spec.config.plugins[2].type: is required"});
+        std::vector<std::string>{
+            "$.apiVersion: must be \"k8s.cni.cncf.io/v1\"",
+            "$.metadata.name: must be a DNS-1123 subdomain (lower-case alphanumerics, '-' and '.')",
+            "$.spec.config.plugins[1].type: must be a plugin file name, not a path (no '/', '.' or '..')",
+            "$.spec.config.plugins[2].type: is required"});
   CHECK(errors_of(reports[1].problems) == std::vector<std::string>{"$.spec.config: is not valid JSON"});
   CHECK(errors_of(reports[2].problems) == std::vector<std::string>{"$.spec.config.type: must be a non-empty string"});
   CHECK(errors_of(reports[3].problems).empty());  // empty config = confDir lookup: a warning only

@@ -66,8 +66,7 @@ TEST_CASE("NAD name is injected when the config has none", "[k8s]") {
 
 TEST_CASE("NAD conflist is returned, with name injection", "[k8s]") {
   auto cfg = nad_delegate_config(make_nad(
-      R"({"cniVersion":"1.0.0","plugins":[{"type":"bridge","bridge":"br0"},{"type":"tuning","mtu":1400}]})",
-      "chain"));
+      R"({"cniVersion":"1.0.0","plugins":[{"type":"bridge","bridge":"br0"},{"type":"tuning","mtu":1400}]})", "chain"));
   REQUIRE(cfg);
   CHECK(is_conflist(*cfg));
   CHECK((*cfg)["name"] == "chain");
@@ -115,8 +114,7 @@ TEST_CASE("conf and conflist shape errors", "[k8s]") {
   CHECK(nad_error(make_nad(R"({"type":".."})")).find("plugin file name") != std::string::npos);
   CHECK(nad_error(make_nad(R"({"plugins":[]})")) ==
         "NetworkAttachmentDefinition ns1/macvlan-conf: spec.config \"plugins\" must be a non-empty list");
-  CHECK(nad_error(make_nad(R"({"plugins":{"type":"bridge"}})")).find("must be a non-empty list") !=
-        std::string::npos);
+  CHECK(nad_error(make_nad(R"({"plugins":{"type":"bridge"}})")).find("must be a non-empty list") != std::string::npos);
   CHECK(nad_error(make_nad(R"({"plugins":[{"bridge":"br0"}]})")) ==
         "NetworkAttachmentDefinition ns1/macvlan-conf: spec.config plugins[0] must have a non-empty plugin file "
         "name as \"type\"");
@@ -166,8 +164,7 @@ TEST_CASE("cni-args merge into a conf", "[k8s]") {
 
   Json with_args = Json::parse(R"({"type":"tuning","args":{"cni":{"mtu":9000,"keep":"yes"},"other":1}})");
   merge_cni_args(with_args, Json::parse(R"({"mtu":1400,"new":true})"));
-  CHECK(with_args.dump() ==
-        R"({"type":"tuning","args":{"cni":{"mtu":1400,"keep":"yes","new":true},"other":1}})");
+  CHECK(with_args.dump() == R"({"type":"tuning","args":{"cni":{"mtu":1400,"keep":"yes","new":true},"other":1}})");
 
   Json args_without_cni = Json::parse(R"({"type":"tuning","args":{"k8s":{}}})");
   merge_cni_args(args_without_cni, Json::parse(R"({"a":1})"));
@@ -178,9 +175,8 @@ TEST_CASE("cni-args merge into every plugin of a conflist", "[k8s]") {
   Json list = Json::parse(
       R"({"name":"c","plugins":[{"type":"bridge"},{"type":"tuning","args":{"cni":{"mtu":9000}}},{"type":"sbr"}]})");
   merge_cni_args(list, Json::parse(R"({"mtu":1400})"));
-  CHECK(list.dump() ==
-        R"({"name":"c","plugins":[{"type":"bridge","args":{"cni":{"mtu":1400}}},)"
-        R"({"type":"tuning","args":{"cni":{"mtu":1400}}},{"type":"sbr","args":{"cni":{"mtu":1400}}}]})");
+  CHECK(list.dump() == R"({"name":"c","plugins":[{"type":"bridge","args":{"cni":{"mtu":1400}}},)"
+                       R"({"type":"tuning","args":{"cni":{"mtu":1400}}},{"type":"sbr","args":{"cni":{"mtu":1400}}}]})");
   CHECK_FALSE(list.contains("args"));
 }
 

@@ -30,8 +30,9 @@ TEST_CASE("network-status gateways: device routes and no default route list noth
 }
 
 TEST_CASE("network-status gateways: canonical text, no duplicates, garbage ignored", "[k8s]") {
-  std::vector<StatusRoute> routes = {{"0.0.0.0/0", "192.0.2.1"}, {"0.0.0.0/0", ""}, {"::/0", "2001:DB8:0:0::1"},
-                                     {"::/0", "2001:db8::1"}, {"0.0.0.0/0", "not-an-ip"}, {"garbage", "192.0.2.7"}};
+  std::vector<StatusRoute> routes = {{"0.0.0.0/0", "192.0.2.1"},  {"0.0.0.0/0", ""},
+                                     {"::/0", "2001:DB8:0:0::1"}, {"::/0", "2001:db8::1"},
+                                     {"0.0.0.0/0", "not-an-ip"},  {"garbage", "192.0.2.7"}};
   std::vector<StatusIp> ips = {{"192.0.2.2/24", 0, "192.0.2.1"}};
   CHECK(installed_default_gateways(routes, ips) == std::vector<std::string>{"192.0.2.1", "2001:db8::1"});
 }

@@ -139,11 +139,11 @@ TEST_CASE("network-status: several interfaces in one result", "[k8s]") {
   in.interfaces = {{"veth1234", "11:11:11:11:11:11", 1500, ""},
                    {"eth0", "22:22:22:22:22:22", 1500, "/ns"},
                    {"eth1", "33:33:33:33:33:33", 0, "/ns"}};
-  in.ips = {ip("192.0.2.1/24", 0),               // host-side interface: dropped
-            ip("10.0.0.2/24", 1),                // eth0
-            ip("10.0.1.2/24", 2, "10.0.1.1"),    // eth1, first IP with gateway and index -> default
-            ip("10.0.2.2/24"),                   // no index -> last sandbox entry
-            ip("10.0.3.2/24", 7)};               // unknown index: dropped
+  in.ips = {ip("192.0.2.1/24", 0),             // host-side interface: dropped
+            ip("10.0.0.2/24", 1),              // eth0
+            ip("10.0.1.2/24", 2, "10.0.1.1"),  // eth1, first IP with gateway and index -> default
+            ip("10.0.2.2/24"),                 // no index -> last sandbox entry
+            ip("10.0.3.2/24", 7)};             // unknown index: dropped
   in.gateways = {"10.0.1.1"};
 
   const std::string expected = R"([{
@@ -287,8 +287,11 @@ TEST_CASE("network-status: strings are escaped as Go escapes them", "[k8s]") {
                               false);
   in.interfaces = {{"net1", "", 0, "/ns"}};
   std::string out = render_network_status({in});
-  CHECK(out.find(R"("name": "\u003ca\u0026b\u003e\"\\\n\t\u0001\b\f)" "\x7f"
-                 R"(\ufffd\u2028\u2029)" "\xc3\xa9" R"(\ufffd\ufffd\ufffd\ufffd\ufffd")") != std::string::npos);
+  CHECK(out.find(R"("name": "\u003ca\u0026b\u003e\"\\\n\t\u0001\b\f)"
+                 "\x7f"
+                 R"(\ufffd\u2028\u2029)"
+                 "\xc3\xa9"
+                 R"(\ufffd\ufffd\ufffd\ufffd\ufffd")") != std::string::npos);
 }
 
 TEST_CASE("go_marshal_indent matches Go's MarshalIndent", "[k8s]") {

@@ -208,8 +208,7 @@ TEST_CASE("JSON form: the same network twice gives two elements", "[k8s]") {
 
 TEST_CASE("JSON form: deprecated interfaceRequest is an alias of interface", "[k8s]") {
   auto nets = parse_networks_annotation(
-      R"([{"name":"a","interfaceRequest":"old0"},{"name":"b","interface":"new0","interfaceRequest":"old1"}])",
-      "podns");
+      R"([{"name":"a","interfaceRequest":"old0"},{"name":"b","interface":"new0","interfaceRequest":"old1"}])", "podns");
   CHECK(nets[0].interface == "old0");
   CHECK(nets[1].interface == "new0");
 }
@@ -261,8 +260,7 @@ TEST_CASE("JSON form: a bad default-route fails the whole decode", "[k8s]") {
 }
 
 TEST_CASE("JSON form: wrong types are rejected", "[k8s]") {
-  CHECK(parse_error(R"([{"name":5}])").find("element 1: \"name\" must be a string, not number") !=
-        std::string::npos);
+  CHECK(parse_error(R"([{"name":5}])").find("element 1: \"name\" must be a string, not number") != std::string::npos);
   CHECK(parse_error(R"([{"name":"a","ips":"10.1.1.1"}])").find("\"ips\" must be a list of strings") !=
         std::string::npos);
   CHECK(parse_error(R"([{"name":"a","ips":[1]}])").find("\"ips\" must be a list of strings") != std::string::npos);
@@ -348,8 +346,7 @@ TEST_CASE("default-network annotation", "[k8s]") {
   CHECK(e.namespace_ == "netns");
   CHECK(e.interface == "eth9");
 
-  CHECK(default_network_error("a,b") ==
-        "tryLoadK8sPodDefaultNetwork: more than one default network is specified: a,b");
+  CHECK(default_network_error("a,b") == "tryLoadK8sPodDefaultNetwork: more than one default network is specified: a,b");
   CHECK(default_network_error("") ==
         "tryLoadK8sPodDefaultNetwork: no default network is specified in the v1.multus-cni.io/default-network "
         "annotation");
@@ -438,5 +435,6 @@ TEST_CASE("error messages stay valid UTF-8 for hostile input", "[k8s]") {
   std::string raw_bytes = parse_error("net\xff\xfe");
   CHECK(raw_bytes.find("net\xEF\xBF\xBD\xEF\xBF\xBD'") != std::string::npos);
   CHECK_NOTHROW(Json(raw_bytes).dump());
-  CHECK(manifold::util::sanitize_utf8("ok \xc3\xa9 \xed\xa0\x80") == "ok \xc3\xa9 \xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+  CHECK(manifold::util::sanitize_utf8("ok \xc3\xa9 \xed\xa0\x80") ==
+        "ok \xc3\xa9 \xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
 }

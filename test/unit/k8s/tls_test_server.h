@@ -61,10 +61,10 @@ struct RecordedRequest {
 
 /// Server configuration.
 struct ServerOptions {
-  CertAndKey identity;          ///< the server's certificate and key
-  std::string client_ca_pem;    ///< when set, a client certificate from this CA is required
+  CertAndKey identity;        ///< the server's certificate and key
+  std::string client_ca_pem;  ///< when set, a client certificate from this CA is required
   ServerMode mode = ServerMode::Respond;
-  bool ipv6 = false;            ///< listen on [::1] instead of 127.0.0.1
+  bool ipv6 = false;  ///< listen on [::1] instead of 127.0.0.1
 };
 
 /// HTTPS test server on a loopback port, serving one connection at a time on a background thread.

@@ -30,10 +30,8 @@ TEST_CASE("netlink_error names operation, object and libnl's text", "[netlink]")
   // libnl folds many errnos into NLE_FAILURE; the kernel's errno is then shown as well.
   CHECK(netlink_error("add route", "x", -NLE_FAILURE, "", EHOSTUNREACH).msg() ==
         "netlink: add route x: Unspecific failure (No route to host)");
-  CHECK(netlink_error("add route", "x", -NLE_FAILURE).msg() ==
-        "netlink: add route x: Unspecific failure");
-  CHECK(netlink_error("add route", "x", -NLE_EXIST, "", EEXIST).msg() ==
-        "netlink: add route x: Object exists");
+  CHECK(netlink_error("add route", "x", -NLE_FAILURE).msg() == "netlink: add route x: Unspecific failure");
+  CHECK(netlink_error("add route", "x", -NLE_EXIST, "", EEXIST).msg() == "netlink: add route x: Object exists");
 
   const manifold::cni::CniError no_object = netlink_error("dump", "", -NLE_NOMEM);
   CHECK(no_object.msg() == "netlink: dump: Out of memory");

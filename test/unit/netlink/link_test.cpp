@@ -12,8 +12,8 @@ TEST_CASE("interface names are validated", "[netlink]") {
     INFO(good);
     CHECK_NOTHROW(validate_ifname(good));
   }
-  for (const char* bad : {"", ".", "..", "1234567890123456", "eth 0", "eth0/1", "eth:0", "eth0\n",
-                          "eth0;rm", "\xc3\xa9th0", "a@b"}) {
+  for (const char* bad :
+       {"", ".", "..", "1234567890123456", "eth 0", "eth0/1", "eth:0", "eth0\n", "eth0;rm", "\xc3\xa9th0", "a@b"}) {
     INFO(bad);
     CHECK_THROWS_AS(validate_ifname(bad), manifold::cni::CniError);
   }

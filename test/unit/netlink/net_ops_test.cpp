@@ -13,8 +13,8 @@
 
 using namespace manifold::netlink;
 using manifold::cni::CniError;
-using manifold::test::code_of;
 using manifold::test::cidr;
+using manifold::test::code_of;
 using manifold::test::ip;
 using manifold::test::text;
 
@@ -96,8 +96,7 @@ TEST_CASE("default-route helpers keep exactly one default per family", "[netlink
   CHECK(ops.list_routes(AF_INET6, kMainTable).size() == 2);  // the connected routes stay
 
   // The removed routes can be restored verbatim (rollback).
-  for (const RouteSpec& r : removed)
-    CHECK(ops.add_route(r) == AddOutcome::Exists);  // same identity as net1's
+  for (const RouteSpec& r : removed) CHECK(ops.add_route(r) == AddOutcome::Exists);  // same identity as net1's
   CHECK(ops.delete_default_routes(AF_INET, 0).size() == 1);
   for (const RouteSpec& r : removed) CHECK(ops.add_route(r) == AddOutcome::Added);
   CHECK(defaults(AF_INET) == removed);

@@ -57,7 +57,7 @@ TEST_CASE("invalid routes are rejected with InvalidConfig", "[netlink]") {
   CHECK_FALSE(manifold::util::parse_ip_or_cidr("10.0.0.0/33"));
   CHECK_FALSE(manifold::util::parse_ip_or_cidr("garbage"));
   CHECK(error_code(route("10.0.0.0/8", "2001:db8::1", 1)) == 7);  // mixed families
-  CHECK_FALSE(manifold::util::parse_ip("10.0.0.1/32"));             // gateway with a prefix
+  CHECK_FALSE(manifold::util::parse_ip("10.0.0.1/32"));           // gateway with a prefix
   CHECK(error_code(route("", "", 1)) == 7);                       // family unknown
   CHECK(error_code(route("10.0.0.0/8", "", -1)) == 7);
   CHECK(error_code(route("10.0.0.0/8", "", 1, 0)) == 7);
@@ -93,8 +93,7 @@ TEST_CASE("routes format like ip route", "[netlink]") {
   r.scope = kScopeLink;
   r.prefsrc = ip("10.0.0.5");
   r.priority = 100;
-  CHECK(to_string(r) ==
-        "default via 10.0.0.1 dev #3 table 1000 proto kernel scope link src 10.0.0.5 metric 100");
+  CHECK(to_string(r) == "default via 10.0.0.1 dev #3 table 1000 proto kernel scope link src 10.0.0.5 metric 100");
   CHECK(to_string(normalize_route(route("10.2.0.0/16", "", 2))) == "10.2.0.0/16 dev #2");
 }
 
@@ -157,22 +156,19 @@ TEST_CASE("routes round-trip through JSON and hostile JSON is rejected", "[netli
   r.prefsrc = ip("10.0.0.5");
   r.priority = 20;
   const Json j = to_json(r);
-  CHECK(j.dump() ==
-        R"({"family":4,"dst":"10.1.0.0/16","gw":"10.0.0.1","ifindex":3,"table":1000,"scope":-1,)"
-        R"("protocol":0,"prefsrc":"10.0.0.5","priority":20})");
+  CHECK(j.dump() == R"({"family":4,"dst":"10.1.0.0/16","gw":"10.0.0.1","ifindex":3,"table":1000,"scope":-1,)"
+                    R"("protocol":0,"prefsrc":"10.0.0.5","priority":20})");
   CHECK(route_from_json(j) == r);
-  CHECK(route_from_json(Json::parse(R"({"family":6,"dst":"","gw":"fe80::1","ifindex":2})")).table ==
-        kMainTable);
+  CHECK(route_from_json(Json::parse(R"({"family":6,"dst":"","gw":"fe80::1","ifindex":2})")).table == kMainTable);
 
   for (const char* bad :
        {R"([])", R"({})", R"({"family":5})", R"({"family":"4"})", R"({"family":4,"dst":7})",
         R"({"family":4,"gw":"10.0.0.1","table":0})", R"({"family":4,"gw":"10.0.0.1","table":1.5})",
-        R"({"family":4,"gw":"10.0.0.1","ifindex":-1})",
-        R"({"family":4,"gw":"10.0.0.1","table":4294967296})", R"({"family":4,"gw":"nope"})",
-        R"({"family":6,"gw":"10.0.0.1"})", R"({"family":4,"dst":"10.1.2.3/8","gw":"10.0.0.1"})",
-        R"({"family":4,"gw":"10.0.0.1","scope":300})", R"({"family":4,"dst":"garbage","gw":"10.0.0.1"})",
-        R"({"family":4,"dst":"10.0.0.0/33","gw":"10.0.0.1"})", R"({"family":4,"gw":"10.0.0.1/32"})",
-        R"({"family":4,"gw":"10.0.0.1","prefsrc":"x"})"}) {
+        R"({"family":4,"gw":"10.0.0.1","ifindex":-1})", R"({"family":4,"gw":"10.0.0.1","table":4294967296})",
+        R"({"family":4,"gw":"nope"})", R"({"family":6,"gw":"10.0.0.1"})",
+        R"({"family":4,"dst":"10.1.2.3/8","gw":"10.0.0.1"})", R"({"family":4,"gw":"10.0.0.1","scope":300})",
+        R"({"family":4,"dst":"garbage","gw":"10.0.0.1"})", R"({"family":4,"dst":"10.0.0.0/33","gw":"10.0.0.1"})",
+        R"({"family":4,"gw":"10.0.0.1/32"})", R"({"family":4,"gw":"10.0.0.1","prefsrc":"x"})"}) {
     INFO(bad);
     try {
       (void)route_from_json(Json::parse(bad));

@@ -45,11 +45,9 @@ TEST_CASE("rules are normalised", "[netlink]") {
 }
 
 TEST_CASE("rules format like ip rule", "[netlink]") {
-  CHECK(to_string(normalize_rule(rule("192.0.2.5/32", 1000, 30000))) ==
-        "30000: from 192.0.2.5/32 lookup 1000");
+  CHECK(to_string(normalize_rule(rule("192.0.2.5/32", 1000, 30000))) == "30000: from 192.0.2.5/32 lookup 1000");
   CHECK(to_string(normalize_rule(rule("", 254, 32766, AF_INET))) == "32766: from all lookup 254");
-  CHECK(to_string(normalize_rule(rule("", 254, kRulePriorityAuto, AF_INET6))) ==
-        "from all lookup 254 (IPv6)");
+  CHECK(to_string(normalize_rule(rule("", 254, kRulePriorityAuto, AF_INET6))) == "from all lookup 254 (IPv6)");
 }
 
 TEST_CASE("rule matching and identity", "[netlink]") {
@@ -72,10 +70,9 @@ TEST_CASE("rules round-trip through JSON", "[netlink]") {
   CHECK(j.dump() == R"({"family":6,"src":"2001:db8::5/128","table":1000,"priority":30000})");
   CHECK(rule_from_json(j) == r);
   for (const char* bad :
-       {R"("x")", R"({"family":4})", R"({"family":4,"table":"1"})",
-        R"({"family":4,"table":1,"priority":-2})", R"({"family":6,"src":"192.0.2.5/32","table":1})",
-        R"({"family":4,"src":"192.0.2.5/24","table":1})", R"({"family":4,"src":null,"table":1})",
-        R"({"family":4,"src":"not-an-ip","table":1})"}) {
+       {R"("x")", R"({"family":4})", R"({"family":4,"table":"1"})", R"({"family":4,"table":1,"priority":-2})",
+        R"({"family":6,"src":"192.0.2.5/32","table":1})", R"({"family":4,"src":"192.0.2.5/24","table":1})",
+        R"({"family":4,"src":null,"table":1})", R"({"family":4,"src":"not-an-ip","table":1})"}) {
     INFO(bad);
     try {
       (void)rule_from_json(Json::parse(bad));

@@ -89,8 +89,8 @@ DispatchOutput run_on_broken_disk(World& w, const std::string& command, const Js
   s.open_cache = [&w, saves_allowed, remove_fails](const std::string&) -> std::unique_ptr<manifold::store::Cache> {
     return std::make_unique<BrokenDiskCache>(w.cache, saves_allowed, remove_fails);
   };
-  std::map<std::string, std::string> env = {{"CNI_COMMAND", command}, {"CNI_CONTAINERID", "ctr1"},
-                                            {"CNI_IFNAME", "eth0"},    {"CNI_NETNS", w.netns_path},
+  std::map<std::string, std::string> env = {{"CNI_COMMAND", command},         {"CNI_CONTAINERID", "ctr1"},
+                                            {"CNI_IFNAME", "eth0"},           {"CNI_NETNS", w.netns_path},
                                             {"CNI_ARGS", "K8S_POD_NAME=web"}, {"CNI_PATH", "/nonexistent/cni/bin"}};
   manifold::plugin::Commands commands(s);
   return manifold::cni::dispatch(env, config.dump(), commands);
@@ -206,8 +206,7 @@ TEST_CASE("ADD on a failing disk rolls back and reports the disk error, even whe
   }
 }
 
-TEST_CASE("DEL succeeds when every network was deleted but the cache entry cannot be removed",
-          "[plugin][commands]") {
+TEST_CASE("DEL succeeds when every network was deleted but the cache entry cannot be removed", "[plugin][commands]") {
   World w;
   Json config = two_delegates(w);
   REQUIRE(w.run("ADD", config).exit_code == 0);

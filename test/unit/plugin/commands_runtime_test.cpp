@@ -88,9 +88,9 @@ TEST_CASE("secondary names derive from CNI_IFNAME and must fit in 15 characters"
 TEST_CASE("the runtime's IP=, MAC=, ips and mac reach the cluster network only", "[plugin][commands]") {
   World w;
   Json config = network(w, "net-a");
-  config["runtimeConfig"] = {{"ips", {"10.244.0.77/24"}}, {"mac", "02:00:00:00:00:77"}, {"portMappings", Json::array()}};
-  for (auto& d : config["delegates"])
-    d["capabilities"] = {{"ips", true}, {"mac", true}, {"portMappings", true}};
+  config["runtimeConfig"] = {
+      {"ips", {"10.244.0.77/24"}}, {"mac", "02:00:00:00:00:77"}, {"portMappings", Json::array()}};
+  for (auto& d : config["delegates"]) d["capabilities"] = {{"ips", true}, {"mac", true}, {"portMappings", true}};
   REQUIRE(w.run("ADD", config, on("eth0", "IP=10.244.0.77;MAC=02:00:00:00:00:77;K8S_POD_NAME=p")).exit_code == 0);
   auto in = delegate_inputs(w, 0);
   CHECK(in["eth0"].first == "IgnoreUnknown=true;IP=10.244.0.77;MAC=02:00:00:00:00:77;K8S_POD_NAME=p");

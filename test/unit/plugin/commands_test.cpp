@@ -23,8 +23,8 @@ using manifold::Json;
 using manifold::cni::DispatchOutput;
 using manifold::test::Call;
 using manifold::test::cni_error_answer;
-using manifold::test::env_value;
 using manifold::test::Env;
+using manifold::test::env_value;
 using manifold::test::World;
 using Strings = std::vector<std::string>;
 
@@ -67,9 +67,8 @@ Json base_config(const World& w) {
 
 /// A config with the given delegates and version.
 Json config_with(const World& w, const std::string& version, const Json& delegates) {
-  Json c = {{"cniVersion", version}, {"name", "manifold-net"}, {"type", "manifold"},
-            {"cniDir", kCniDir},     {"logToStderr", false},    {"binDir", w.bin.str()},
-            {"delegates", delegates}};
+  Json c = {{"cniVersion", version}, {"name", "manifold-net"}, {"type", "manifold"},    {"cniDir", kCniDir},
+            {"logToStderr", false},  {"binDir", w.bin.str()},  {"delegates", delegates}};
   return c;
 }
 
@@ -132,7 +131,8 @@ TEST_CASE("ADD runs three delegates in order with their interface names and conf
     // manifold's own environment is the base; its stale CNI_* values are replaced.
     CHECK(env_value(c.env, "PATH") == "/usr/sbin:/usr/bin");
     CHECK(env_value(c.env, "CNI_COMMAND") == "ADD");
-    CHECK(std::count_if(c.env.begin(), c.env.end(), [](const std::string& e) { return e.rfind("CNI_IFNAME=", 0) == 0; }) == 1);
+    CHECK(std::count_if(c.env.begin(), c.env.end(),
+                        [](const std::string& e) { return e.rfind("CNI_IFNAME=", 0) == 0; }) == 1);
   }
 
   SECTION("runtimeConfig reaches only plugins declaring the capability") {
@@ -242,7 +242,8 @@ TEST_CASE("ADD rolls back a failing middle delegate", "[plugin][commands]") {
   Json config = base_config(w);
   bool fail_bridge_del = false, fail_macvlan_del = false;
   w.intercept = [&](const Call& c) -> std::optional<manifold::exec::ProcessResult> {
-    if (c.type == "macvlan" && c.command == "ADD") return cni_error_answer(5, "macvlan: cannot create link: device busy");
+    if (c.type == "macvlan" && c.command == "ADD")
+      return cni_error_answer(5, "macvlan: cannot create link: device busy");
     if (c.type == "macvlan" && c.command == "DEL" && fail_macvlan_del) return cni_error_answer(11, "macvlan DEL broke");
     if (c.type == "bridge" && c.command == "DEL" && fail_bridge_del) return cni_error_answer(11, "bridge DEL broke");
     return std::nullopt;
@@ -460,7 +461,8 @@ TEST_CASE("DEL attempts every delegate and reports the first error", "[plugin][c
   auto record = *w.cache.load(w.key("ctr1"));
   std::set<std::string> failing;
   w.intercept = [&](const Call& c) -> std::optional<manifold::exec::ProcessResult> {
-    if (c.command == "DEL" && failing.count(c.type)) return cni_error_answer(c.type == "ptp" ? 5 : 11, c.type + " is stuck");
+    if (c.command == "DEL" && failing.count(c.type))
+      return cni_error_answer(c.type == "ptp" ? 5 : 11, c.type + " is stuck");
     return std::nullopt;
   };
 
@@ -673,7 +675,8 @@ TEST_CASE("GC deletes the attachments not listed as valid and keeps the listed o
 
 TEST_CASE("STATUS waits a bounded time for the readiness file", "[plugin][commands]") {
   World w;
-  Json config = config_with(w, "1.1.0", Json::parse(R"([{"cniVersion": "1.1.0", "name": "cluster", "type": "bridge"}])"));
+  Json config =
+      config_with(w, "1.1.0", Json::parse(R"([{"cniVersion": "1.1.0", "name": "cluster", "type": "bridge"}])"));
   config["readinessindicatorfile"] = "/run/cluster-network/ready";
   config["readinessTimeout"] = 3;
 
@@ -716,7 +719,8 @@ TEST_CASE("STATUS asks a 1.1.0 cluster delegate and passes its error through", "
     CHECK(e["msg"] == "bridge: no IP addresses left");
   }
   SECTION("an older delegate is ready without being run") {
-    Json config = config_with(w, "1.1.0", Json::parse(R"([{"cniVersion": "1.0.0", "name": "cluster", "type": "bridge"}])"));
+    Json config =
+        config_with(w, "1.1.0", Json::parse(R"([{"cniVersion": "1.0.0", "name": "cluster", "type": "bridge"}])"));
     auto out = w.run("STATUS", config, no_container());
     CHECK(out.exit_code == 0);
     CHECK(out.stdout_text.empty());
@@ -738,7 +742,8 @@ Json kube_config(const World& w) {
 
 /// The pod team-a/web-1 with the given annotations.
 Json pod_json(const Json& annotations, const std::string& uid = "uid-1", const std::string& rv = "42") {
-  Json pod = Json::parse(R"({"apiVersion": "v1", "kind": "Pod", "metadata": {}, "spec": {}, "status": {"phase": "Pending"}})");
+  Json pod =
+      Json::parse(R"({"apiVersion": "v1", "kind": "Pod", "metadata": {}, "spec": {}, "status": {"phase": "Pending"}})");
   pod["metadata"] = {{"name", "web-1"}, {"namespace", "team-a"}, {"uid", uid}, {"resourceVersion", rv}};
   pod["metadata"]["annotations"] = annotations;
   return pod;
@@ -808,9 +813,12 @@ TEST_CASE("ADD with Kubernetes: networks annotation costs GET pod, one GET per N
   setup_kube(w);
   Json config = kube_config(w);
   w.http.push_response(200, pod_with_networks("nad1,nad2,nad1").dump());
-  w.http.push_response(200, nad_json("team-a", "nad1", R"({"cniVersion":"1.0.0","type":"macvlan","master":"eth1"})").dump());
+  w.http.push_response(200,
+                       nad_json("team-a", "nad1", R"({"cniVersion":"1.0.0","type":"macvlan","master":"eth1"})").dump());
   w.http.push_response(
-      200, nad_json("team-a", "nad2", R"({"cniVersion":"1.0.0","name":"nad2","plugins":[{"type":"ptp"},{"type":"tuning"}]})").dump());
+      200,
+      nad_json("team-a", "nad2", R"({"cniVersion":"1.0.0","name":"nad2","plugins":[{"type":"ptp"},{"type":"tuning"}]})")
+          .dump());
   w.http.push_response(200, pod_with_networks("nad1,nad2,nad1", "uid-1", "43").dump());
   script_events(w, 4);
 
@@ -865,7 +873,8 @@ TEST_CASE("ADD with Kubernetes: default-network override and defaultNetworks as 
   config["defaultNetworks"] = Json::array({"storage-net"});
   w.http.push_response(200, pod_json(Json{{"v1.multus-cni.io/default-network", "fast-net"}}).dump());
   w.http.push_response(200, nad_json("kube-system", "fast-net", R"({"cniVersion":"1.0.0","type":"ptp"})").dump());
-  w.http.push_response(200, nad_json("kube-system", "storage-net", R"({"cniVersion":"0.4.0","type":"macvlan"})").dump());
+  w.http.push_response(200,
+                       nad_json("kube-system", "storage-net", R"({"cniVersion":"0.4.0","type":"macvlan"})").dump());
   w.http.push_response(200, pod_json(Json::object(), "uid-1", "43").dump());
   script_events(w, 2);
 

@@ -77,15 +77,15 @@ class ForwardingTransport final : public k8s::HttpTransport {
 
 /// One delegate execution, decoded from a ProcessRequest.
 struct Call {
-  std::string type;          ///< plugin file name
-  std::string command;       ///< CNI_COMMAND
-  std::string container_id;  ///< CNI_CONTAINERID
-  std::string ifname;        ///< CNI_IFNAME
+  std::string type;                  ///< plugin file name
+  std::string command;               ///< CNI_COMMAND
+  std::string container_id;          ///< CNI_CONTAINERID
+  std::string ifname;                ///< CNI_IFNAME
   std::optional<std::string> netns;  ///< CNI_NETNS, nullopt when absent
   std::optional<std::string> args;   ///< CNI_ARGS, nullopt when absent
-  std::string cni_path;      ///< CNI_PATH
+  std::string cni_path;              ///< CNI_PATH
   std::vector<std::string> env;      ///< the complete environment
-  std::string stdin_data;    ///< exact stdin bytes
+  std::string stdin_data;            ///< exact stdin bytes
   /// stdin parsed.
   Json config() const { return Json::parse(stdin_data); }
   /// "type COMMAND ifname", for compact order assertions.
@@ -125,22 +125,20 @@ inline bool survives_in_child(const std::function<bool()>& fn) {
     bool ok = false;
     try {
       ok = fn();
-    } catch (...) {
-    }
+    } catch (...) {}
     ::_exit(ok ? 0 : 1);
   }
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 /// The CNI environment of one invocation; empty values are left out of the environment.
 struct Env {
-  std::string container_id = "ctr1";       ///< CNI_CONTAINERID
-  std::string ifname = "eth0";             ///< CNI_IFNAME
-  std::optional<std::string> netns;        ///< CNI_NETNS; default: the world's pod netns file
-  std::string args;                        ///< CNI_ARGS
+  std::string container_id = "ctr1";          ///< CNI_CONTAINERID
+  std::string ifname = "eth0";                ///< CNI_IFNAME
+  std::optional<std::string> netns;           ///< CNI_NETNS; default: the world's pod netns file
+  std::string args;                           ///< CNI_ARGS
   std::string path = "/nonexistent/cni/bin";  ///< CNI_PATH (plugins are found through binDir)
 };
 
@@ -318,13 +316,16 @@ class World {
   /// A small number per interface name: 0 for eth0, N for netN, 20+10K+N for ethK-N, 20+10K for
   /// ethK (K > 0), 89 for anything else.
   static int ifname_number(const std::string& ifname) {
-    auto digits = [](const std::string& s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos; };
+    auto digits = [](const std::string& s) {
+      return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+    };
     if (ifname.rfind("net", 0) == 0 && digits(ifname.substr(3))) return std::stoi(ifname.substr(3));
     if (ifname.rfind("eth", 0) == 0) {
       std::string rest = ifname.substr(3);
       size_t dash = rest.find('-');
       std::string k = rest.substr(0, dash), n = dash == std::string::npos ? "0" : rest.substr(dash + 1);
-      if (digits(k) && digits(n)) return std::stoi(k) == 0 && dash == std::string::npos ? 0 : 20 + 10 * std::stoi(k) + std::stoi(n);
+      if (digits(k) && digits(n))
+        return std::stoi(k) == 0 && dash == std::string::npos ? 0 : 20 + 10 * std::stoi(k) + std::stoi(n);
     }
     return 89;
   }

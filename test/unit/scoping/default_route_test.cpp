@@ -49,17 +49,14 @@ cni::Route route(const char* dst, const char* gw) {
 }  // namespace
 
 TEST_CASE("default route: requests are validated across attachments", "[netlink]") {
-  const auto requests = plan_default_routes({{"eth0", {}},
-                                             {"net1", {"192.168.10.1"}},
-                                             {"net2", {"2001:DB8:20::1"}}});
+  const auto requests = plan_default_routes({{"eth0", {}}, {"net1", {"192.168.10.1"}}, {"net2", {"2001:DB8:20::1"}}});
   CHECK(requests == std::vector<DefaultRouteRequest>{{"net1", AF_INET, ip("192.168.10.1")},
                                                      {"net2", AF_INET6, ip("2001:db8:20::1")}});
   CHECK(plan_default_routes({{"net1", {"192.168.10.1", "2001:db8::1"}}}).size() == 2);
   CHECK(plan_default_routes({}).empty());
 
   std::string msg;
-  CHECK(code_of([&] { (void)plan_default_routes({{"net1", {"192.168.10.1"}}, {"net2", {"10.0.0.1"}}}); },
-                &msg) == 7);
+  CHECK(code_of([&] { (void)plan_default_routes({{"net1", {"192.168.10.1"}}, {"net2", {"10.0.0.1"}}}); }, &msg) == 7);
   CHECK(msg.find("net1") != std::string::npos);
   CHECK(msg.find("net2") != std::string::npos);
   CHECK(code_of([&] { (void)plan_default_routes({{"net1", {"2001:db8::1"}}, {"net2", {"2001:db8::2"}}}); }) == 7);
@@ -95,8 +92,7 @@ TEST_CASE("default route: IPv6 moves to the chosen interface", "[netlink]") {
   Pod pod;
   const auto v4_before = pod.defaults(AF_INET);
   (void)apply_default_routes(pod.ops, {{"net1", AF_INET6, ip("2001:db8:10::1")}});
-  CHECK(pod.defaults(AF_INET6) ==
-        std::vector<std::string>{"default via 2001:db8:10::1 dev #3 proto boot metric 1024"});
+  CHECK(pod.defaults(AF_INET6) == std::vector<std::string>{"default via 2001:db8:10::1 dev #3 proto boot metric 1024"});
   CHECK(pod.defaults(AF_INET) == v4_before);
   CHECK(check_default_route(pod.ops, {"net1", AF_INET6, ip("2001:db8:10::1")}).empty());
 }
@@ -130,8 +126,8 @@ TEST_CASE("default route: a failure leaves the routes as they were", "[netlink]"
   const auto v6 = pod.defaults(AF_INET6);
   // The IPv6 gateway is not reachable through net1: the kernel refuses, everything is undone.
   CHECK(code_of([&] {
-          (void)apply_default_routes(pod.ops, {{"net1", AF_INET, ip("192.168.10.1")},
-                                               {"net1", AF_INET6, ip("2001:db8:99::1")}});
+          (void)apply_default_routes(pod.ops,
+                                     {{"net1", AF_INET, ip("192.168.10.1")}, {"net1", AF_INET6, ip("2001:db8:99::1")}});
         }) == 105);
   CHECK(pod.defaults(AF_INET) == v4);
   CHECK(pod.defaults(AF_INET6) == v6);
@@ -175,16 +171,15 @@ TEST_CASE("default route: CHECK reports a missing or extra default", "[netlink]"
 
 TEST_CASE("default route: results are rewritten to match", "[netlink]") {
   cni::Result eth0;
-  eth0.routes = {route("0.0.0.0/0", "10.244.1.1"), route("::/0", "fd00:244::1"),
-                 route("10.96.0.0/12", "10.244.1.1")};
+  eth0.routes = {route("0.0.0.0/0", "10.244.1.1"), route("::/0", "fd00:244::1"), route("10.96.0.0/12", "10.244.1.1")};
   cni::Result net1;
   net1.routes = {route("192.168.20.0/24", "192.168.10.1")};
   const std::vector<DefaultRouteRequest> requests{{"net1", AF_INET, ip("192.168.10.1")}};
   rewrite_default_routes(eth0, "eth0", requests);
   rewrite_default_routes(net1, "net1", requests);
   CHECK(eth0.routes == std::vector<cni::Route>{route("::/0", "fd00:244::1"), route("10.96.0.0/12", "10.244.1.1")});
-  CHECK(net1.routes == std::vector<cni::Route>{route("192.168.20.0/24", "192.168.10.1"),
-                                               route("0.0.0.0/0", "192.168.10.1")});
+  CHECK(net1.routes ==
+        std::vector<cni::Route>{route("192.168.20.0/24", "192.168.10.1"), route("0.0.0.0/0", "192.168.10.1")});
   CHECK(cni::default_route_gateways(net1) == std::vector<std::string>{"192.168.10.1"});
   CHECK(cni::default_route_gateways(eth0) == std::vector<std::string>{"fd00:244::1"});
 

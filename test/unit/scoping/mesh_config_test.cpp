@@ -50,8 +50,8 @@ TEST_CASE("firewall: mesh layers: later layer wins per key", "[firewall]") {
   const Json pod = Json::parse(R"({"proxyUID": 3, "redirectInbound": false})");
   const MeshConfig cfg = merge_mesh_layers(top, nad, pod);
   CHECK(cfg.enabled);
-  CHECK(cfg.inbound_port == 1000);   // only the top level set it
-  CHECK(cfg.outbound_port == 2001);  // the NAD overrides the top level
+  CHECK(cfg.inbound_port == 1000);                          // only the top level set it
+  CHECK(cfg.outbound_port == 2001);                         // the NAD overrides the top level
   CHECK(cfg.proxy_uid == std::optional<std::uint32_t>(3));  // the pod overrides both
   CHECK_FALSE(cfg.redirect_inbound);
   CHECK(cfg.iptables_mode == IptablesMode::Nft);
@@ -65,10 +65,9 @@ TEST_CASE("firewall: mesh layers: later layer wins per key", "[firewall]") {
 }
 
 TEST_CASE("firewall: mesh layers: each layer must be an object or null", "[firewall]") {
-  for (const auto& [top, nad, pod, where] :
-       {std::tuple{Json(1), Json(nullptr), Json(nullptr), "meta-plugin config"},
-        std::tuple{Json(nullptr), Json::array(), Json(nullptr), "network config"},
-        std::tuple{Json(nullptr), Json(nullptr), Json("x"), "pod cni-args"}}) {
+  for (const auto& [top, nad, pod, where] : {std::tuple{Json(1), Json(nullptr), Json(nullptr), "meta-plugin config"},
+                                             std::tuple{Json(nullptr), Json::array(), Json(nullptr), "network config"},
+                                             std::tuple{Json(nullptr), Json(nullptr), Json("x"), "pod cni-args"}}) {
     try {
       merge_mesh_layers(top, nad, pod);
       FAIL("accepted a non-object layer");
@@ -142,13 +141,15 @@ TEST_CASE("firewall: mesh config: each bad field is error 7 naming it", "[firewa
   CHECK_THAT(error_of(R"({"proxyGID": "12a"})"), Catch::Contains("mesh.proxyGID"));
   // CIDRs: malformed, or the wrong family in a family-specific list
   CHECK_THAT(error_of(R"({"inboundSubnetsToIgnore": ["10.0.0.0"]})"), Catch::Contains("mesh.inboundSubnetsToIgnore"));
-  CHECK_THAT(error_of(R"({"inboundSubnetsToIgnore": ["10.0.0.0/33"]})"), Catch::Contains("mesh.inboundSubnetsToIgnore"));
+  CHECK_THAT(error_of(R"({"inboundSubnetsToIgnore": ["10.0.0.0/33"]})"),
+             Catch::Contains("mesh.inboundSubnetsToIgnore"));
   CHECK_THAT(error_of(R"({"outboundSubnetsToIgnore": [10]})"), Catch::Contains("mesh.outboundSubnetsToIgnore"));
   CHECK_THAT(error_of(R"({"inboundSubnetsToIgnoreV4": ["fd00::/8"]})"),
              Catch::Contains("mesh.inboundSubnetsToIgnoreV4") && Catch::Contains("not an IPv4 CIDR"));
   CHECK_THAT(error_of(R"({"outboundSubnetsToIgnoreV6": ["10.0.0.0/8"]})"),
              Catch::Contains("mesh.outboundSubnetsToIgnoreV6") && Catch::Contains("not an IPv6 CIDR"));
-  CHECK_THAT(error_of(R"({"inboundSubnetsToIgnoreV6": ["10.0.0.0/8"]})"), Catch::Contains("mesh.inboundSubnetsToIgnoreV6"));
+  CHECK_THAT(error_of(R"({"inboundSubnetsToIgnoreV6": ["10.0.0.0/8"]})"),
+             Catch::Contains("mesh.inboundSubnetsToIgnoreV6"));
   CHECK_THAT(error_of(R"({"outboundSubnetsToIgnoreV4": ["::/0"]})"), Catch::Contains("mesh.outboundSubnetsToIgnoreV4"));
   // enums, booleans, numbers
   CHECK_THAT(error_of(R"({"iptablesMode": "plain"})"), Catch::Contains("mesh.iptablesMode"));

@@ -147,7 +147,8 @@ TEST_CASE("firewall: remove deletes only ours, and a second remove execs nothing
 
 TEST_CASE("firewall: remove goes by the saved text even when the config changed", "[firewall]") {
   FakeIptablesRunner runner;
-  const MeshState state = apply_mesh(runner, "net1", config(R"({"proxyGID": 7, "outboundPortsToIgnore": ["53"]})"), kV4);
+  const MeshState state =
+      apply_mesh(runner, "net1", config(R"({"proxyGID": 7, "outboundPortsToIgnore": ["53"]})"), kV4);
   remove_mesh(runner, state);  // no config involved at all
   CHECK_FALSE(contains(runner.table_text(Family::V4, Backend::Nft), "CNIMESH"));
 }
@@ -226,7 +227,8 @@ TEST_CASE("firewall: check reports every single deletion and passes after re-app
   MeshConfig off = cfg;
   off.enabled = false;
   const auto diffs = check_mesh(runner, state, off);
-  CHECK(std::any_of(diffs.begin(), diffs.end(), [](const std::string& d) { return contains(d, "IPv4: unexpected chain"); }));
+  CHECK(std::any_of(diffs.begin(), diffs.end(),
+                    [](const std::string& d) { return contains(d, "IPv4: unexpected chain"); }));
   // Enabled but never applied.
   MeshState never;
   never.ifname = "net1";
@@ -284,7 +286,8 @@ TEST_CASE("firewall: MeshState round-trips through JSON and rejects corrupt cach
 }
 
 TEST_CASE("firewall: network-status fields of a meshed attachment", "[firewall]") {
-  CHECK(mesh_status_fields(config()) == Json::parse(R"({"manifold.io/mesh": {"inboundPort": 4143, "outboundPort": 4140}})"));
+  CHECK(mesh_status_fields(config()) ==
+        Json::parse(R"({"manifold.io/mesh": {"inboundPort": 4143, "outboundPort": 4140}})"));
   CHECK(mesh_status_fields(config(R"({"redirectOutbound": false, "inboundPort": 15006})")) ==
         Json::parse(R"({"manifold.io/mesh": {"inboundPort": 15006}})"));
   CHECK(kMeshStatusField == "manifold.io/mesh");

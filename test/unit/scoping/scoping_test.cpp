@@ -25,8 +25,8 @@ using namespace manifold::scoping;
 using firewall::Backend;
 using firewall::Family;
 using manifold::cni::CniError;
-using manifold::test::code_of;
 using manifold::test::cidr;
+using manifold::test::code_of;
 using manifold::test::ip;
 
 namespace {
@@ -83,14 +83,11 @@ cni::Result net1_result(bool with_v6 = false) {
 
 const Json kTop = Json::parse(R"({"sourceRouting":{"enabled":true},"mesh":{"enabled":true}})");
 
-ScopingPlan plan_for(const char* delegate_keys = "{}", const char* args = "null",
-                     const std::string& ifname = "net1") {
+ScopingPlan plan_for(const char* delegate_keys = "{}", const char* args = "null", const std::string& ifname = "net1") {
   return plan_scoping(kTop, Json::parse(delegate_keys), Json::parse(args), ifname);
 }
 
-bool contains(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
+bool contains(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
 
 }  // namespace
 
@@ -111,7 +108,8 @@ TEST_CASE("scoping: the scoping keys are stripped from a conflist and its plugin
                  {"type":"tuning","sourceRouting":{"enabled":true}}]})");
   const Json keys = strip_scoping_keys(list);
   CHECK(keys == Json::parse(R"({"mesh":{"enabled":true,"inboundPort":6},"sourceRouting":{"enabled":true}})"));
-  CHECK(list == Json::parse(R"({"cniVersion":"1.0.0","name":"data","plugins":[{"type":"macvlan"},{"type":"tuning"}]})"));
+  CHECK(list ==
+        Json::parse(R"({"cniVersion":"1.0.0","name":"data","plugins":[{"type":"macvlan"},{"type":"tuning"}]})"));
   Json bad = Json::parse(R"({"name":"data","type":"macvlan","sourceRouting":true,"mesh":{"enabled":true}})");
   std::string msg;
   CHECK(code_of([&] { (void)strip_scoping_keys(bad); }, &msg) == 7);
@@ -222,7 +220,8 @@ TEST_CASE("scoping: apply installs routing and the golden mesh payload", "[plugi
       "*nat\n"
       ":CNIMESH-IN-net1 - [0:0]\n"
       ":CNIMESH-OUT-net1 - [0:0]\n"
-      "-A CNIMESH-IN-net1 -p tcp -m multiport --dports 4190,4191 -m comment --comment \"cnimesh/net1/ignore-inbound-ports\" -j RETURN\n"
+      "-A CNIMESH-IN-net1 -p tcp -m multiport --dports 4190,4191 -m comment --comment "
+      "\"cnimesh/net1/ignore-inbound-ports\" -j RETURN\n"
       "-A CNIMESH-IN-net1 -p tcp -m comment --comment \"cnimesh/net1/redirect-inbound\" -j REDIRECT --to-ports 4143\n"
       "-A CNIMESH-OUT-net1 -m owner --uid-owner 2102 -m comment --comment \"cnimesh/net1/ignore-proxy-uid\" -j RETURN\n"
       "-A CNIMESH-OUT-net1 -p tcp -m comment --comment \"cnimesh/net1/redirect-outbound\" -j REDIRECT --to-ports 4140\n"
@@ -336,9 +335,7 @@ TEST_CASE("scoping: CHECK fails after each single deletion", "[plugin]") {
   const auto rules = w.state->rules;
   const auto routes = w.state->routes;
 
-  SECTION("the ip rule") {
-    REQUIRE(w.ops.delete_rule(w.our_rules().at(0)) == netlink::DeleteOutcome::Deleted);
-  }
+  SECTION("the ip rule") { REQUIRE(w.ops.delete_rule(w.our_rules().at(0)) == netlink::DeleteOutcome::Deleted); }
   SECTION("a table route") {
     netlink::RouteSpec def;
     def.family = AF_INET;
@@ -347,11 +344,13 @@ TEST_CASE("scoping: CHECK fails after each single deletion", "[plugin]") {
   }
   SECTION("the inbound jump") {
     w.fake.load(Family::V4, Backend::Nft,
-                "*nat\n-D PREROUTING -i net1 -p tcp -m comment --comment \"cnimesh/net1/jump-inbound\" -j CNIMESH-IN-net1\nCOMMIT\n");
+                "*nat\n-D PREROUTING -i net1 -p tcp -m comment --comment \"cnimesh/net1/jump-inbound\" -j "
+                "CNIMESH-IN-net1\nCOMMIT\n");
   }
   SECTION("a chain rule") {
     w.fake.load(Family::V4, Backend::Nft,
-                "*nat\n-D CNIMESH-OUT-net1 -m owner --uid-owner 2102 -m comment --comment \"cnimesh/net1/ignore-proxy-uid\" -j RETURN\nCOMMIT\n");
+                "*nat\n-D CNIMESH-OUT-net1 -m owner --uid-owner 2102 -m comment --comment "
+                "\"cnimesh/net1/ignore-proxy-uid\" -j RETURN\nCOMMIT\n");
   }
   SECTION("the default route of a default-route choice") {
     const ScopingPlan plan = plan_scoping(kTop, Json::object(), nullptr, "net1", {"192.168.10.1"});
@@ -408,8 +407,7 @@ TEST_CASE("scoping: the default-route step moves the route and rewrites the resu
   cni::Result net1_copy = net1_result();
   const cni::Result net1_before = net1_copy;
   CHECK(code_of([&] {
-          (void)apply_default_route_step(w2.env, {{"net1", AF_INET, ip("172.16.0.1")}},
-                                         {{"net1", &net1_copy}});
+          (void)apply_default_route_step(w2.env, {{"net1", AF_INET, ip("172.16.0.1")}}, {{"net1", &net1_copy}});
         }) == 105);
   CHECK(net1_copy == net1_before);
   CHECK(apply_default_route_step(w2.env, {}, {{"net1", &net1_copy}}).empty());
@@ -436,7 +434,8 @@ TEST_CASE("scoping: attachments are stripped and planned together", "[plugin]") 
   attachments[0].ifname = "eth0";
   attachments[0].delegate = Json::parse(R"({"name":"cluster","type":"bridge","sourceRouting":{"enabled":false}})");
   attachments[1].ifname = "net1";
-  attachments[1].delegate = Json::parse(R"({"name":"data","plugins":[{"type":"macvlan","mesh":{"inboundPort":5000}}]})");
+  attachments[1].delegate =
+      Json::parse(R"({"name":"data","plugins":[{"type":"macvlan","mesh":{"inboundPort":5000}}]})");
   attachments[1].selection_cni_args = Json::parse(R"({"mesh":{"outboundPort":5001}})");
   attachments[1].default_route = {"192.168.10.1"};
   attachments[2].ifname = "net2";
@@ -485,8 +484,10 @@ TEST_CASE("scoping: the default-route step rewrites the cached results", "[plugi
                                        plan_scoping(Json::object(), Json::object(), nullptr, "net1", {"192.168.10.1"}),
                                        plan_scoping(Json::object(), Json::object(), nullptr, "net2")};
   CHECK(engine::apply_default_routes_to_record(w.env, plans, record).size() == 1);
-  CHECK(Json::parse(record.attachments[0].result) ==
-        Json::parse(R"({"cniVersion":"0.4.0","ips":[{"version":"4","address":"10.244.1.5/24","gateway":"10.244.1.1"}],"dns":{}})"));
+  CHECK(
+      Json::parse(record.attachments[0].result) ==
+      Json::parse(
+          R"({"cniVersion":"0.4.0","ips":[{"version":"4","address":"10.244.1.5/24","gateway":"10.244.1.1"}],"dns":{}})"));
   CHECK(Json::parse(record.attachments[1].result)["routes"] ==
         Json::parse(R"([{"dst":"0.0.0.0/0","gw":"192.168.10.1"}])"));
   CHECK(record.attachments[2].result == R"({ "cniVersion" : "1.0.0" })");

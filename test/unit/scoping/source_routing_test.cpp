@@ -20,8 +20,8 @@ using namespace manifold;
 using namespace manifold::netlink;
 using namespace manifold::scoping;
 using manifold::cni::CniError;
-using manifold::test::code_of;
 using manifold::test::cidr;
+using manifold::test::code_of;
 using manifold::test::ip;
 using manifold::test::text;
 
@@ -58,8 +58,7 @@ TEST_CASE("source routing config: defaults and canonical form", "[netlink]") {
   CHECK(cfg.table == 0);
   CHECK(cfg.table_base == 1000);
   CHECK(cfg.rule_priority == 30000);
-  CHECK(cfg.to_json().dump() ==
-        R"({"enabled":false,"table":0,"tableBase":1000,"rulePriority":30000,"gateways":[]})");
+  CHECK(cfg.to_json().dump() == R"({"enabled":false,"table":0,"tableBase":1000,"rulePriority":30000,"gateways":[]})");
   const SourceRoutingConfig full = parse_source_routing_config(Json::parse(
       R"({"enabled":true,"table":7,"tableBase":5,"rulePriority":100,"gateways":["2001:DB8::1","10.0.0.1"]})"));
   CHECK(text(full.gateway_v4) == "10.0.0.1");
@@ -135,9 +134,8 @@ TEST_CASE("source routing plan: golden IPv6 plan (link-local IPs are skipped)", 
   Pod pod;
   pod.state->add_address(pod.net1, "2001:db8:10::5/64");
   pod.state->add_address(pod.net1, "fe80::5/64");
-  const SourceRoutingPlan plan = plan_source_routing(
-      pod.ops, enabled(), "net1",
-      {{"2001:db8:10::5/64", "2001:db8:10::1"}, {"fe80::5/64", ""}});
+  const SourceRoutingPlan plan =
+      plan_source_routing(pod.ops, enabled(), "net1", {{"2001:db8:10::5/64", "2001:db8:10::1"}, {"fe80::5/64", ""}});
   CHECK(describe(plan) == std::vector<std::string>{
                               "table 1000 for 2001:db8:10::5",
                               "route 2001:db8:10::/64 dev #3 table 1000 proto kernel metric 256",
@@ -157,16 +155,15 @@ TEST_CASE("source routing plan: tables are picked per IP, or configured", "[netl
   CHECK(picked.tables[0].table == 1001);
   CHECK(picked.tables[1].table == 1002);
   // Each IP's table holds the routes of its own subnet only (preferred source / gateway).
-  CHECK(describe(picked) ==
-        std::vector<std::string>{
-            "table 1001 for 192.168.10.5",
-            "route 192.168.10.0/24 dev #3 table 1001 proto kernel scope link src 192.168.10.5",
-            "route 192.168.20.0/24 via 192.168.10.1 dev #3 table 1001 proto boot",
-            "rule 30000: from 192.168.10.5/32 lookup 1001",
-            "table 1002 for 192.168.11.5",
-            "route 192.168.11.0/24 dev #3 table 1002 proto kernel scope link src 192.168.11.5",
-            "rule 30000: from 192.168.11.5/32 lookup 1002",
-        });
+  CHECK(describe(picked) == std::vector<std::string>{
+                                "table 1001 for 192.168.10.5",
+                                "route 192.168.10.0/24 dev #3 table 1001 proto kernel scope link src 192.168.10.5",
+                                "route 192.168.20.0/24 via 192.168.10.1 dev #3 table 1001 proto boot",
+                                "rule 30000: from 192.168.10.5/32 lookup 1001",
+                                "table 1002 for 192.168.11.5",
+                                "route 192.168.11.0/24 dev #3 table 1002 proto kernel scope link src 192.168.11.5",
+                                "rule 30000: from 192.168.11.5/32 lookup 1002",
+                            });
   const SourceRoutingPlan configured =
       plan_source_routing(pod.ops, enabled(R"({"table":77,"rulePriority":100})"), "net1", two);
   CHECK_FALSE(configured.picked_tables);
@@ -186,8 +183,7 @@ TEST_CASE("source routing plan: configured gateways win and replace a copied def
   const SourceRoutingPlan plan =
       plan_source_routing(pod.ops, enabled(R"({"gateways":["192.168.10.9"]})"), "net1", kNet1);
   const std::vector<std::string> lines = describe(plan);
-  CHECK(std::count(lines.begin(), lines.end(),
-                   "route default via 192.168.10.9 dev #3 table 1000 proto boot") == 1);
+  CHECK(std::count(lines.begin(), lines.end(), "route default via 192.168.10.9 dev #3 table 1000 proto boot") == 1);
   for (const std::string& line : lines) CHECK(line.find("192.168.10.254") == std::string::npos);
   // Without any gateway the copied default stays.
   const SourceRoutingPlan copied = plan_source_routing(pod.ops, enabled(), "net1", {{"192.168.10.5/24", ""}});
@@ -385,9 +381,9 @@ TEST_CASE("source routing state: JSON round trip and strict decoding", "[netlink
   CHECK(broken([](Json& s) { s["pickedTables"] = "yes"; }) == 6);
   CHECK(broken([](Json& s) { s["ips"] = Json::array({"x"}); }) == 6);
   CHECK(broken([](Json& s) { s["tables"] = Json::array({254}); }) == 6);
-  CHECK(broken([](Json& s) { s["rules"][0]["priority"] = 100; }) == 6);   // not at our priority
-  CHECK(broken([](Json& s) { s["rules"][0]["table"] = 254; }) == 6);      // not our table
-  CHECK(broken([](Json& s) { s["routes"][0]["table"] = 254; }) == 6);     // a main-table route
+  CHECK(broken([](Json& s) { s["rules"][0]["priority"] = 100; }) == 6);  // not at our priority
+  CHECK(broken([](Json& s) { s["rules"][0]["table"] = 254; }) == 6);     // not our table
+  CHECK(broken([](Json& s) { s["routes"][0]["table"] = 254; }) == 6);    // a main-table route
   CHECK(broken([](Json& s) { s["routes"][0]["dst"] = "10.0.0.1/8"; }) == 6);
   CHECK(broken([](Json& s) { s.erase("routes"); }) == 6);
 }

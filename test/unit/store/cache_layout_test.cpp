@@ -40,11 +40,18 @@ ContainerRecord entry(const std::string& id, const std::string& network, const s
 
 /// A version-1 file, as the first layout wrote it.
 void write_legacy(const fs::path& dir, const std::string& id, const std::string& ifname) {
-  Json j = {{"kind", "manifold-cache"}, {"version", 1}, {"containerId", id}, {"netns", "/var/run/netns/x"},
-            {"ifname", ifname}, {"cniVersion", "1.0.0"},
-            {"attachments", Json::array({{{"name", "old"}, {"ifname", ifname},
+  Json j = {{"kind", "manifold-cache"},
+            {"version", 1},
+            {"containerId", id},
+            {"netns", "/var/run/netns/x"},
+            {"ifname", ifname},
+            {"cniVersion", "1.0.0"},
+            {"attachments", Json::array({{{"name", "old"},
+                                          {"ifname", ifname},
                                           {"config", R"({"cniVersion":"1.0.0","name":"old","type":"bridge"})"},
-                                          {"result", ""}, {"clusterNetwork", true}, {"extra", Json::object()}}})},
+                                          {"result", ""},
+                                          {"clusterNetwork", true},
+                                          {"extra", Json::object()}}})},
             {"extra", Json::object()}};
   fs::create_directories(dir);
   std::ofstream(dir / (id + ".json")) << j.dump();
@@ -164,7 +171,7 @@ TEST_CASE("cache layout: the sweep removes lock files of containers without an e
   TempDir dir;
   FileCache cache(dir.path());
   cache.save(entry("live", "a", "eth0"));
-  { auto lock = cache.lock("live"); }  // its lock file stays: the container has an entry
+  { auto lock = cache.lock("live"); }                 // its lock file stays: the container has an entry
   std::ofstream(dir.path() / "orphan.lock").close();  // a call killed between its two unlinks
   std::ofstream(dir.path() / "busy.lock").close();
   FileCache other(dir.path());

@@ -33,7 +33,8 @@ AttachmentRecord attachment(int i) {
   AttachmentRecord a;
   a.name = "default/net-" + std::to_string(i);
   a.ifname = i == 0 ? "eth0" : "net" + std::to_string(i);
-  a.config = R"({"cniVersion":"1.0.0","name":"net-)" + std::to_string(i) + R"(","type":"macvlan","note":"quote \" and \\ and é"})";
+  a.config = R"({"cniVersion":"1.0.0","name":"net-)" + std::to_string(i) +
+             R"(","type":"macvlan","note":"quote \" and \\ and é"})";
   a.cluster_network = i == 0;
   a.cni_args = "IgnoreUnknown=1;K8S_POD_NAME=web";
   return a;
@@ -50,8 +51,7 @@ void save_and_check(FileCache& cache, const ContainerRecord& r) {
 
 }  // namespace
 
-TEST_CASE("file cache: every save of a growing, changing record is a fresh serialisation",
-          "[store]") {
+TEST_CASE("file cache: every save of a growing, changing record is a fresh serialisation", "[store]") {
   TempDir dir;
   FileCache cache(dir.path());
   ContainerRecord r;
@@ -68,7 +68,8 @@ TEST_CASE("file cache: every save of a growing, changing record is a fresh seria
   for (int i = 0; i < 5; ++i) {
     r.attachments.push_back(attachment(i));
     save_and_check(cache, r);
-    r.attachments.back().result = R"({"cniVersion":"1.0.0","ips":[{"address":"10.0.0.)" + std::to_string(i) + R"(/24"}]})";
+    r.attachments.back().result =
+        R"({"cniVersion":"1.0.0","ips":[{"address":"10.0.0.)" + std::to_string(i) + R"(/24"}]})";
     save_and_check(cache, r);
   }
   // An earlier attachment changes (scoping state recorded after the fact), in every field.
@@ -120,8 +121,7 @@ TEST_CASE("file cache: reused texts never leak between containers or across a re
   CHECK(cache.load(b.key()) == b);
 }
 
-TEST_CASE("file cache: an unstorable attachment is refused even after earlier good saves",
-          "[store]") {
+TEST_CASE("file cache: an unstorable attachment is refused even after earlier good saves", "[store]") {
   TempDir dir;
   FileCache cache(dir.path());
   ContainerRecord r;

@@ -33,8 +33,8 @@ using manifold::store::FileCache;
 using manifold::store::MemoryCache;
 using manifold::util::FakeSleeper;
 using namespace std::chrono_literals;
-using manifold::test::TempDir;
 using manifold::test::code_of;
+using manifold::test::TempDir;
 
 namespace {
 
@@ -82,8 +82,7 @@ ContainerRecord sample(const std::string& id = "0123456789abcdef") {
   AttachmentRecord cluster;
   cluster.name = "default/cluster";
   cluster.ifname = "eth0";
-  cluster.config =
-      "{ \"cniVersion\" : \"1.0.0\",\t\"name\":\"ünïcødé 🚀\", \"x\":\"\\u00e9\" }\r\n  ";
+  cluster.config = "{ \"cniVersion\" : \"1.0.0\",\t\"name\":\"ünïcødé 🚀\", \"x\":\"\\u00e9\" }\r\n  ";
   cluster.result = "{\"ips\":[{\"address\":\"10.0.0.5/24\"}]}\n";
   cluster.cluster_network = true;
   cluster.extra = {{"sourceRouting", {{"table", 100}}}};
@@ -191,8 +190,7 @@ TEST_CASE("file cache: an existing cache dir is used as it is", "[store]") {
   CHECK(mode_of(dir.path()) == 0711);
 }
 
-TEST_CASE("file cache: missing directory is an empty cache and is not created by reads",
-          "[store]") {
+TEST_CASE("file cache: missing directory is an empty cache and is not created by reads", "[store]") {
   TempDir dir;
   fs::path root = dir.path() / "never";
   FileCache cache(root);
@@ -205,10 +203,9 @@ TEST_CASE("file cache: missing directory is an empty cache and is not created by
 TEST_CASE("file cache: invalid container IDs are rejected before touching the disk", "[store]") {
   TempDir dir;
   FileCache cache(dir.path() / "cache");
-  for (std::string bad :
-       {std::string("../x"), std::string("a/b"), std::string(""), std::string(".hidden"),
-        std::string("-x"), std::string("_x"), std::string("a b"), std::string("a\0b", 3),
-        std::string(manifold::store::kMaxContainerIdLength + 1, 'a'), std::string("..")}) {
+  for (std::string bad : {std::string("../x"), std::string("a/b"), std::string(""), std::string(".hidden"),
+                          std::string("-x"), std::string("_x"), std::string("a b"), std::string("a\0b", 3),
+                          std::string(manifold::store::kMaxContainerIdLength + 1, 'a'), std::string("..")}) {
     CAPTURE(bad);
     std::string msg;
     CHECK(code_of([&] { cache.load(key(bad)); }, &msg) == 4);
@@ -254,18 +251,13 @@ TEST_CASE("file cache: corrupt files are Decoding errors naming the file", "[sto
     edit(copy);
     return copy.dump();
   };
-  expect_corrupt(with([](Json& x) { x["attachments"][0]["config"] = 5; }),
-                 "\"attachments[0].config\" is not a string");
-  expect_corrupt(with([](Json& x) { x["attachments"][1].erase("result"); }),
-                 "\"attachments[1].result\" is missing");
+  expect_corrupt(with([](Json& x) { x["attachments"][0]["config"] = 5; }), "\"attachments[0].config\" is not a string");
+  expect_corrupt(with([](Json& x) { x["attachments"][1].erase("result"); }), "\"attachments[1].result\" is missing");
   expect_corrupt(with([](Json& x) { x["attachments"][0]["clusterNetwork"] = "yes"; }),
                  "clusterNetwork\" is not a boolean");
-  expect_corrupt(with([](Json& x) { x["attachments"][0]["extra"] = Json::array(); }),
-                 "extra\" is not an object");
-  expect_corrupt(with([](Json& x) { x["attachments"] = Json::object(); }),
-                 "\"attachments\" is not an array");
-  expect_corrupt(with([](Json& x) { x["attachments"][0] = "x"; }),
-                 "\"attachments[0]\" is not an object");
+  expect_corrupt(with([](Json& x) { x["attachments"][0]["extra"] = Json::array(); }), "extra\" is not an object");
+  expect_corrupt(with([](Json& x) { x["attachments"] = Json::object(); }), "\"attachments\" is not an array");
+  expect_corrupt(with([](Json& x) { x["attachments"][0] = "x"; }), "\"attachments[0]\" is not an object");
   expect_corrupt(with([](Json& x) { x["netns"] = nullptr; }), "\"netns\" is not a string");
   expect_corrupt(with([](Json& x) { x["containerId"] = "c2"; }), "another container ID");
   expect_corrupt(with([](Json& x) { x["version"] = 3; }), "unknown format");
@@ -303,8 +295,7 @@ TEST_CASE("file cache: oversized, symlinked and non-regular files are rejected",
   CHECK(msg.find("not a regular file") != std::string::npos);
 }
 
-TEST_CASE("file cache: records that cannot be stored are refused and leave nothing behind",
-          "[store]") {
+TEST_CASE("file cache: records that cannot be stored are refused and leave nothing behind", "[store]") {
   TempDir dir;
   FileCache cache(dir.path());
   ContainerRecord r = sample("c1");
@@ -350,14 +341,12 @@ TEST_CASE("file cache: remove without holding the lock takes it and cleans up", 
   CHECK(files_below(dir.path()).empty());
 }
 
-TEST_CASE("file cache: remove sweeps a crashed writer's temp files of that container only",
-          "[store]") {
+TEST_CASE("file cache: remove sweeps a crashed writer's temp files of that container only", "[store]") {
   TempDir dir;
   FileCache cache(dir.path());
   cache.save(sample("c1"));
   fs::path tmp = dir.path() / ".tmp";
-  for (const char* name :
-       {"c1.123.4.tmp", "c1.9.0.tmp", "c1.b.1.2.tmp", "c10.1.2.tmp", "c1.x.tmp"}) {
+  for (const char* name : {"c1.123.4.tmp", "c1.9.0.tmp", "c1.b.1.2.tmp", "c10.1.2.tmp", "c1.x.tmp"}) {
     write_file(tmp / name, "partial");
   }
   cache.remove(key("c1"));
@@ -429,7 +418,7 @@ TEST_CASE("file cache: a remove during a wait hands the waiter a fresh, real loc
     acquired = true;
   });
   sleeper.wait_for_waiter();  // the waiter has the old lock file open and found it busy
-  cache.remove(key("c1"));         // deletes that lock file while holding it
+  cache.remove(key("c1"));    // deletes that lock file while holding it
   first.reset();
   waiter.join();
   CHECK(acquired);
@@ -467,8 +456,7 @@ TEST_CASE("file cache: concurrent threads serialise on one container", "[store]"
   CHECK(cache.load(key("shared"))->extra["count"] == kThreads * kRounds);
 }
 
-TEST_CASE("file cache: concurrent processes serialise on one container, even across removes",
-          "[store]") {
+TEST_CASE("file cache: concurrent processes serialise on one container, even across removes", "[store]") {
   TempDir dir;
   {
     FileCache cache(dir.path());

@@ -20,8 +20,8 @@ using manifold::store::FileLock;
 using manifold::store::UniqueFd;
 using manifold::util::FakeSleeper;
 using namespace std::chrono_literals;
-using manifold::test::TempDir;
 using manifold::test::code_of;
+using manifold::test::TempDir;
 
 namespace {
 
@@ -33,8 +33,7 @@ bool flock_held(const fs::path& path) {
 
 }  // namespace
 
-TEST_CASE("file lock: creates a 0600 file and holds an exclusive flock until destroyed",
-          "[store]") {
+TEST_CASE("file lock: creates a 0600 file and holds an exclusive flock until destroyed", "[store]") {
   TempDir dir;
   fs::path path = dir.path() / "c.lock";
   mode_t old = ::umask(0);
@@ -100,8 +99,7 @@ TEST_CASE("file lock: a waiter whose file was deleted by the holder locks a fres
   CHECK_NOTHROW(fresh->unlink_file());  // already gone is fine
 }
 
-TEST_CASE("file lock: a directory or symlink in place of the lock file is an I/O error",
-          "[store]") {
+TEST_CASE("file lock: a directory or symlink in place of the lock file is an I/O error", "[store]") {
   TempDir dir;
   FakeSleeper sleeper;
   fs::create_directory(dir.path() / "d.lock");

@@ -44,8 +44,10 @@ TEST_CASE("the list table shows every entry", "[store]") {
   entries.push_back({{"badc0ffee", "other", "eth1"}, std::nullopt, "corrupt cache file", false});
   std::string t = list_table(entries, "/var/lib/cni/manifold");
   CHECK(t ==
-        "CONTAINER     NETWORK          IFNAME  NETNS                STATE                           INTERFACES  ATTACHMENTS\n"
-        "0123456789ab  k8s-pod-network  eth0    /var/run/netns/pod1  netns present                   eth0,net1   cbr0,default/data\n"
+        "CONTAINER     NETWORK          IFNAME  NETNS                STATE                           INTERFACES  "
+        "ATTACHMENTS\n"
+        "0123456789ab  k8s-pod-network  eth0    /var/run/netns/pod1  netns present                   eth0,net1   "
+        "cbr0,default/data\n"
         "badc0ffee     other            eth1    -                    unreadable: corrupt cache file  -           -\n");
   CHECK(list_table({}, "/x") == "no containers in /x\n");
   Json j = list_json(entries);
@@ -55,7 +57,8 @@ TEST_CASE("the list table shows every entry", "[store]") {
   CHECK(j[0]["attachments"][1]["ips"] == Json::array({"192.168.10.5/24"}));
   CHECK(j[0]["network"] == "k8s-pod-network");
   CHECK(j[0]["ifname"] == "eth0");
-  CHECK(j[1] == Json{{"containerId", "badc0ffee"}, {"network", "other"}, {"ifname", "eth1"}, {"error", "corrupt cache file"}});
+  CHECK(j[1] ==
+        Json{{"containerId", "badc0ffee"}, {"network", "other"}, {"ifname", "eth1"}, {"error", "corrupt cache file"}});
 }
 
 TEST_CASE("one container's view decodes results and shows scoping state", "[store]") {
@@ -63,7 +66,8 @@ TEST_CASE("one container's view decodes results and shows scoping state", "[stor
   CHECK(t.find("netns:      /var/run/netns/pod1 (gone)\n") != std::string::npos);
   CHECK(t.find("IFNAME  NETWORK       CLUSTER  IPS              MAC                GATEWAYS    SCOPING\n"
                "eth0    cbr0          yes      10.244.1.5/24    0a:58:0a:f4:01:05  10.244.1.1  -\n"
-               "net1    default/data  no       192.168.10.5/24  -                  -           sourceRouting\n") != std::string::npos);
+               "net1    default/data  no       192.168.10.5/24  -                  -           sourceRouting\n") !=
+        std::string::npos);
   CHECK(t.find("scoping state of net1:\n{\n  \"sourceRouting\": {\n    \"table\": 1000,") != std::string::npos);
   CHECK(t.find("s3cr3t") == std::string::npos);
 

@@ -155,7 +155,8 @@ TEST_CASE("child process: ignored and blocked signals are reset in the child", "
     spec.netns_fd = ours.get();
     return run_child(spec);
   };
-  struct sigaction ignore {}, old_action {};
+  struct sigaction ignore {
+  }, old_action{};
   ignore.sa_handler = SIG_IGN;
   REQUIRE(::sigaction(SIGUSR1, &ignore, &old_action) == 0);
   sigset_t usr2, old_mask;
@@ -205,9 +206,8 @@ TEST_CASE("child process: run_detached runs the work in another, unwaited proces
   TempDir dir;
   const std::string marker = (dir.path() / "marker").string();
   const pid_t self = ::getpid();
-  REQUIRE(manifold::util::run_detached([&] {
-    std::ofstream(marker) << (::getpid() != self ? "other" : "same") << " " << ::getppid();
-  }));
+  REQUIRE(manifold::util::run_detached(
+      [&] { std::ofstream(marker) << (::getpid() != self ? "other" : "same") << " " << ::getppid(); }));
   std::string text;
   for (int i = 0; i < 1000 && text.empty(); ++i) {  // the grandchild runs on its own schedule
     std::this_thread::sleep_for(10ms);

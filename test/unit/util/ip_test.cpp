@@ -46,10 +46,9 @@ TEST_CASE("parse_ip rejects hostile and malformed input", "[util]") {
   const std::string with_nul("10.0.0.1\0garbage", 16);
   for (std::string bad :
        {std::string(), std::string(" 10.0.0.1"), std::string("10.0.0.1 "), std::string("10.0.0"),
-        std::string("10.0.0.256"), std::string("010.0.0.1"), std::string("10.0.0.1/24"),
-        std::string("fe80::1%eth0"), std::string("1:2:3:4:5:6:7:8:9"), std::string("::g"),
-        std::string("hello"), std::string(1000, '1'), std::string(47, ':'), with_nul,
-        std::string("\0", 1)}) {
+        std::string("10.0.0.256"), std::string("010.0.0.1"), std::string("10.0.0.1/24"), std::string("fe80::1%eth0"),
+        std::string("1:2:3:4:5:6:7:8:9"), std::string("::g"), std::string("hello"), std::string(1000, '1'),
+        std::string(47, ':'), with_nul, std::string("\0", 1)}) {
     INFO("input: " << bad);
     CHECK_FALSE(parse_ip(bad));
   }
@@ -79,12 +78,11 @@ TEST_CASE("parse_cidr keeps host bits and renders network", "[util]") {
 TEST_CASE("parse_cidr rejects bad prefixes and hostile input", "[util]") {
   const std::string with_nul = std::string("10.0.0.1/2") + '\0' + "4";
   for (std::string bad :
-       {std::string(), std::string("/"), std::string("10.0.0.1"), std::string("10.0.0.1/"),
-        std::string("/24"), std::string("1.2.3.4/33"), std::string("::1/129"),
-        std::string("1.2.3.4/-1"), std::string("1.2.3.4/+8"), std::string("1.2.3.4/08"),
-        std::string("1.2.3.4/1000"), std::string("1.2.3.4/24/24"), std::string("1.2.3.4/ 24"),
-        std::string("1.2.3.4/24 "), std::string("1.2.3.4/2a"), std::string("fe80::1%eth0/64"),
-        std::string(5000, '9') + "/8", with_nul}) {
+       {std::string(), std::string("/"), std::string("10.0.0.1"), std::string("10.0.0.1/"), std::string("/24"),
+        std::string("1.2.3.4/33"), std::string("::1/129"), std::string("1.2.3.4/-1"), std::string("1.2.3.4/+8"),
+        std::string("1.2.3.4/08"), std::string("1.2.3.4/1000"), std::string("1.2.3.4/24/24"),
+        std::string("1.2.3.4/ 24"), std::string("1.2.3.4/24 "), std::string("1.2.3.4/2a"),
+        std::string("fe80::1%eth0/64"), std::string(5000, '9') + "/8", with_nul}) {
     INFO("input: " << bad);
     CHECK_FALSE(parse_cidr(bad));
   }
@@ -122,12 +120,10 @@ TEST_CASE("valid_mac accepts what Go's net.ParseMAC accepts", "[util]") {
 TEST_CASE("valid_mac rejects malformed and hostile input", "[util]") {
   for (std::string bad :
        {std::string(), std::string("00:00:5e:00:53"), std::string("00:00:5e:00:53:01:02"),
-        std::string("00:00:5e:00:53:0g"), std::string("00:00-5e:00:53:01"),
-        std::string("00:00:5e:00:53:01:"), std::string("000:0:5e:00:53:01"),
-        std::string("00:00:5e:00:53:1"), std::string("0000.5e00.530"),
-        std::string("0000.5e00:5301"), std::string("00005e005301"),
-        std::string("00 00 5e 00 53 01"), std::string("00:00:5e:00:53:01:02:03:04:05"),
-        std::string(4096, 'a'), std::string("00:00:5e:00:\0\0:01", 17)}) {
+        std::string("00:00:5e:00:53:0g"), std::string("00:00-5e:00:53:01"), std::string("00:00:5e:00:53:01:"),
+        std::string("000:0:5e:00:53:01"), std::string("00:00:5e:00:53:1"), std::string("0000.5e00.530"),
+        std::string("0000.5e00:5301"), std::string("00005e005301"), std::string("00 00 5e 00 53 01"),
+        std::string("00:00:5e:00:53:01:02:03:04:05"), std::string(4096, 'a'), std::string("00:00:5e:00:\0\0:01", 17)}) {
     INFO("input: " << bad);
     CHECK_FALSE(valid_mac(bad));
   }
@@ -154,9 +150,8 @@ TEST_CASE("parse_ip accepts IPv4 and IPv6 and prints them canonically", "[util]"
 }
 
 TEST_CASE("parse_ip rejects garbage, zone IDs, prefixes and overlong input", "[util]") {
-  for (const char* bad :
-       {"", "192.0.2", "192.0.2.256", "192.0.2.1 ", " 192.0.2.1", "010.0.0.1", "fe80::1%eth0",
-        "1.2.3.4/24", "2001:db8::g", "hostname", "::1::2", "192.0.2.1\n"}) {
+  for (const char* bad : {"", "192.0.2", "192.0.2.256", "192.0.2.1 ", " 192.0.2.1", "010.0.0.1", "fe80::1%eth0",
+                          "1.2.3.4/24", "2001:db8::g", "hostname", "::1::2", "192.0.2.1\n"}) {
     INFO(bad);
     CHECK_FALSE(parse_ip(bad));
   }
@@ -174,9 +169,8 @@ TEST_CASE("parse_ip_or_cidr handles lengths strictly; a bare address is a host p
   CHECK(parse_ip_or_cidr("2001:db8::/64")->str() == "2001:db8::/64");
   CHECK(parse_ip_or_cidr("0.0.0.0/0")->prefix_len == 0);
   CHECK_FALSE(parse_cidr("10.1.2.3"));  // parse_cidr wants the length
-  for (const char* bad :
-       {"10.0.0.0/33", "2001:db8::/129", "10.0.0.0/", "10.0.0.0/-1", "10.0.0.0/+8", "10.0.0.0/08",
-        "10.0.0.0/8/8", "/8", "10.0.0.0/1000", "10.0.0.0/ 8", "", "garbage"}) {
+  for (const char* bad : {"10.0.0.0/33", "2001:db8::/129", "10.0.0.0/", "10.0.0.0/-1", "10.0.0.0/+8", "10.0.0.0/08",
+                          "10.0.0.0/8/8", "/8", "10.0.0.0/1000", "10.0.0.0/ 8", "", "garbage"}) {
     INFO(bad);
     CHECK_FALSE(parse_ip_or_cidr(bad));
   }

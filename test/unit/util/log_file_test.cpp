@@ -237,9 +237,8 @@ TEST_CASE("backups are recognised only by the exact name pattern", "[util]") {
 
 TEST_CASE("secret keys are recognised case-insensitively", "[util]") {
   for (const char* k : {"token", "Token", "bearerToken", "password", "PASSWORD", "secret", "clientSecret",
-                        "client-key-data", "client-certificate-data", "certificate-authority-data", "key",
-                        "client-key", "privateKey", "api_key", "Authorization", "credentials", "kubeconfigData",
-                        "sharedKeys"})
+                        "client-key-data", "client-certificate-data", "certificate-authority-data", "key", "client-key",
+                        "privateKey", "api_key", "Authorization", "credentials", "kubeconfigData", "sharedKeys"})
     CHECK(is_secret_key(k));
   for (const char* k : {"type", "name", "master", "tokenFile", "token-file", "client-key-file", "kubeconfig",
                         "certificate-authority", "ipam", "metadata", "keyDir", "mac", "cniVersion"})
@@ -254,7 +253,9 @@ TEST_CASE("redaction removes every secret at any depth", "[util]") {
       {"type", "macvlan"},
       {"Token", token},
       {"ipam", {{"type", "static"}, {"addresses", Json::array({{{"address", "10.0.0.2/24"}}})}}},
-      {"kubernetes", {{"kubeconfig", "/etc/kube.conf"}, {"users", Json::array({{{"user", {{"token", token}, {"client-key-data", "LS0tLS1CRUdJTi1LRVk="}}}}})}}},
+      {"kubernetes",
+       {{"kubeconfig", "/etc/kube.conf"},
+        {"users", Json::array({{{"user", {{"token", token}, {"client-key-data", "LS0tLS1CRUdJTi1LRVk="}}}}})}}},
       {"args", {{"cni", {{"PASSWORD", "hunter2"}, {"keep", "visible"}}}}},
       {"auth", {{"tokenFile", "/var/run/token"}, {"secret", {{"nested", token}}}}},
       {"spec", {{"config", "{\"type\":\"x\",\"apiToken\":\"" + token + "\"}"}}},

@@ -6,9 +6,9 @@
 
 #include "util/quote.h"
 
+using manifold::Json;
 using manifold::util::printable;
 using manifold::util::quote_bytes;
-using manifold::Json;
 namespace util = manifold::util;
 
 TEST_CASE("printable replaces unprintable bytes and bounds the length", "[util]") {

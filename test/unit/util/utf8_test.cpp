@@ -23,7 +23,10 @@ TEST_CASE("utf8_length accepts well-formed sequences only", "[util]") {
 TEST_CASE("sanitize_utf8 replaces each bad byte with U+FFFD and keeps the rest", "[util]") {
   CHECK(sanitize_utf8("plain") == "plain");
   CHECK(sanitize_utf8("") == "");
-  CHECK(sanitize_utf8("a\xff" "b") == "a\xEF\xBF\xBD" "b");
+  CHECK(sanitize_utf8("a\xff"
+                      "b") ==
+        "a\xEF\xBF\xBD"
+        "b");
   CHECK(sanitize_utf8("\xe2\x82") == "\xEF\xBF\xBD\xEF\xBF\xBD");
   CHECK(sanitize_utf8("\xc3\xa9\xf0\x9f\x98\x80") == "\xc3\xa9\xf0\x9f\x98\x80");
 }
