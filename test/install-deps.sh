@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything manifold needs to build and to run its whole test suite on Debian 12:
 # toolchain, libraries, Go + libcni sources for the runtime driver, the CNI plugins used as
-# delegates, the network tools, kubectl, and the real runtimes of test_runtime_*.py (podman,
+# delegates, the network tools, clang-format (the style check), kubectl, and the real runtimes of test_runtime_*.py (podman,
 # containerd, runc, busybox-static for their rootfs, python3-grpcio + python3-grpc-tools for the CRI
 # client). Idempotent and non-interactive: when every package is already installed it does not touch
 # apt at all. Must run as root (it does in CI).
@@ -12,7 +12,7 @@ packages=(
   libnl-3-dev libnl-route-3-dev nlohmann-json3-dev libcli11-dev catch2 libboost-dev libssl-dev
   libyaml-cpp-dev zlib1g-dev
   containernetworking-plugins golang-go golang-github-appc-cni-dev
-  iptables iproute2 python3 openssl clang libclang-rt-14-dev util-linux procps valgrind strace
+  iptables iproute2 python3 openssl clang libclang-rt-14-dev clang-format util-linux procps valgrind strace
   podman containerd runc busybox-static python3-grpcio python3-grpc-tools
 )
 # kubectl (the API server double's tests and the demo run it): Debian's kubernetes-client, unless a

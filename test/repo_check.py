@@ -7,6 +7,7 @@
   it says why ("Long because ...");
 - no comment cites a document that is not in the repository (design sections, reference files,
   issue numbers);
+- every C++ file of lib/, plugin/ and test/ is in .clang-format's style;
 - ctest's Testing/ output is not committed.
 """
 import os
@@ -95,6 +96,15 @@ class RepoCheck(unittest.TestCase):
                 if CITATION.search(line):
                     hits.append("%s:%d: %s" % (p, n, line.strip()[:100]))
         self.assertEqual(hits, [], "comments citing documents that are not in the repository")
+
+    def test_cpp_files_are_formatted(self):
+        # clang-format is installed by test/install-deps.sh; its absence fails the check.
+        files = [p for p in tracked("lib", "plugin", "test") if p.endswith(SOURCE_EXT) and "/corpus/" not in p]
+        run = subprocess.run(["clang-format", "--dry-run", "--Werror", *files], cwd=ROOT,
+                             capture_output=True, text=True)
+        self.assertEqual(run.returncode, 0, "files not in .clang-format's style (run clang-format -i):\n" +
+                         "\n".join(sorted({line.split(":")[0] for line in run.stderr.splitlines()
+                                            if ": error:" in line})))
 
     def test_no_committed_ctest_output(self):
         self.assertEqual(tracked("Testing"), [])
