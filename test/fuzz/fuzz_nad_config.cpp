@@ -12,7 +12,7 @@
 #include "cni/delegate_config.h"
 #include "cni/netconf.h"
 #include "exec/plugin_finder.h"
-#include "firewall/mesh_config.h"
+#include "scoping/mesh_config.h"
 #include "k8s/nad_config.h"
 #include "k8s/selection.h"
 #include "fuzz_common.h"

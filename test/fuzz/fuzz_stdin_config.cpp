@@ -13,7 +13,7 @@
 #include "cni/delegate_config.h"
 #include "cni/netconf.h"
 #include "cni/skel.h"
-#include "firewall/mesh_config.h"
+#include "scoping/mesh_config.h"
 #include "fuzz_common.h"
 
 using namespace manifold;
