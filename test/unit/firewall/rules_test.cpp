@@ -1,10 +1,12 @@
-// Golden-text tests for the mesh rule builders: the basic example's payload, IPv4 and IPv6 payloads with every
-// optional rule, multiport splitting, re-ADD without duplicate jumps, and chain-name limits.
+// Golden-text tests for the mesh rule builders: the basic example's payload (mesh_golden.h), IPv4
+// and IPv6 payloads with every optional rule, multiport splitting, re-ADD without duplicate jumps,
+// and chain-name limits.
 #include <catch2/catch.hpp>
 
 #include "cni/error.h"
 #include "firewall/rules.h"
 #include "scoping/mesh_config.h"
+#include "mesh_golden.h"
 
 using namespace manifold;
 using namespace manifold::firewall;
@@ -51,18 +53,7 @@ const char* kSavedAfterAdd =
 }  // namespace
 
 TEST_CASE("firewall: ADD payload for the reference example is exactly the specified text", "[firewall]") {
-  const std::string expected =
-      "*nat\n"
-      ":CNIMESH-IN-net1 - [0:0]\n"
-      ":CNIMESH-OUT-net1 - [0:0]\n"
-      "-A CNIMESH-IN-net1 -p tcp -m multiport --dports 4190,4191 -m comment --comment "
-      "\"cnimesh/net1/ignore-inbound-ports\" -j RETURN\n"
-      "-A CNIMESH-IN-net1 -p tcp -m comment --comment \"cnimesh/net1/redirect-inbound\" -j REDIRECT --to-ports 4143\n"
-      "-A CNIMESH-OUT-net1 -m owner --uid-owner 2102 -m comment --comment \"cnimesh/net1/ignore-proxy-uid\" -j RETURN\n"
-      "-A CNIMESH-OUT-net1 -p tcp -m comment --comment \"cnimesh/net1/redirect-outbound\" -j REDIRECT --to-ports 4140\n"
-      "-I PREROUTING 1 -i net1 -p tcp -m comment --comment \"cnimesh/net1/jump-inbound\" -j CNIMESH-IN-net1\n"
-      "-I OUTPUT 1 -o net1 -p tcp -m comment --comment \"cnimesh/net1/jump-outbound\" -j CNIMESH-OUT-net1\n"
-      "COMMIT\n";
+  const std::string expected = test::kBasicMeshPayload;
   const MeshConfig cfg = enabled(R"({"inboundPort": 4143, "outboundPort": 4140, "proxyUID": 2102,
                                     "inboundPortsToIgnore": ["4190", "4191"]})");
   CHECK(build_add_payload("net1", cfg, Family::V4, "") == expected);

@@ -18,6 +18,8 @@
 #include "netlink/fake_net_ops.h"
 #include "cni_error_of.h"
 #include "fake_pod.h"
+#include "mesh_golden.h"
+#include "mesh_golden.h"
 #include "net_specs.h"
 
 using namespace manifold;
@@ -215,19 +217,7 @@ TEST_CASE("scoping: apply installs routing and the golden mesh payload", "[plugi
   REQUIRE(w.our_rules().size() == 1);
   CHECK(w.ops.list_routes(AF_UNSPEC, 1000).size() == 3);
   CHECK(w.lock_waits == std::vector<int>{30});
-  // Exactly the payload the mesh redirect rules are specified to produce.
-  const std::string golden =
-      "*nat\n"
-      ":CNIMESH-IN-net1 - [0:0]\n"
-      ":CNIMESH-OUT-net1 - [0:0]\n"
-      "-A CNIMESH-IN-net1 -p tcp -m multiport --dports 4190,4191 -m comment --comment "
-      "\"cnimesh/net1/ignore-inbound-ports\" -j RETURN\n"
-      "-A CNIMESH-IN-net1 -p tcp -m comment --comment \"cnimesh/net1/redirect-inbound\" -j REDIRECT --to-ports 4143\n"
-      "-A CNIMESH-OUT-net1 -m owner --uid-owner 2102 -m comment --comment \"cnimesh/net1/ignore-proxy-uid\" -j RETURN\n"
-      "-A CNIMESH-OUT-net1 -p tcp -m comment --comment \"cnimesh/net1/redirect-outbound\" -j REDIRECT --to-ports 4140\n"
-      "-I PREROUTING 1 -i net1 -p tcp -m comment --comment \"cnimesh/net1/jump-inbound\" -j CNIMESH-IN-net1\n"
-      "-I OUTPUT 1 -o net1 -p tcp -m comment --comment \"cnimesh/net1/jump-outbound\" -j CNIMESH-OUT-net1\n"
-      "COMMIT\n";
+  const std::string golden = test::kBasicMeshPayload;
   CHECK(state["mesh"]["payloads"]["4"] == golden);
   CHECK(w.fake.count("restore") == 1);  // IPv4 only: the attachment has no IPv6 address
   CHECK(check_scoping(w.env, state).empty());
