@@ -109,6 +109,20 @@ class HitTest(unittest.TestCase):
         with self.assertRaisesRegex(trace.TraceError, "differs between runs"):
             trace.verify_hit(other, Injection(self.target))
 
+    def test_ciphertext_that_reads_like_a_path_does_not_change_the_call(self):
+        # Two TLS records of the same request: random bytes, one holding a quote and a slash.
+        counted = trace.parse('sendmsg(9<TCP:[127.0.0.1:52008->127.0.0.1:44469]>, {msg_name=NULL, '
+                              'msg_iov=[{iov_base="\\27\\3\\3\\0\\335R\\225"}]}, MSG_NOSIGNAL) = 230\n')
+        killed = trace.parse('sendmsg(9<TCP:[127.0.0.1:52110->127.0.0.1:44469]>, {msg_name=NULL, '
+                             'msg_iov=[{iov_base="\\27\\3\\3\\0\\335\\"/x\\266, \\"/y"}]}, MSG_NOSIGNAL) = ?\n'
+                             "+++ killed by SIGKILL +++")
+        self.assertEqual(killed.calls[0].paths(), [])
+        trace.verify_hit(killed, Injection(counted.calls[0]))
+
+    def test_path_arguments_are_found(self):
+        call = trace.parse('rename("/tmp/t/a", "/tmp/t/b") = 0\n').calls[0]
+        self.assertEqual(call.paths(), ["/tmp/t/a", "/tmp/t/b"])
+
     def test_an_injected_errno_is_a_hit(self):
         failed = trace.parse('rename("/tmp/t/cache/.tmp/c.3.0.tmp", "/tmp/t/cache/c.json") = '
                              "-1 EIO (Input/output error) (INJECTED)\n+++ exited with 1 +++\n")

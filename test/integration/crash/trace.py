@@ -38,6 +38,11 @@ STRACE = shutil.which("strace") or "/usr/bin/strace"
 _LINE_RE = re.compile(r"^(?P<name>[a-z_0-9]+)\((?P<args>.*)\)\s+=\s+(?P<result>.*)$")
 _FD_RE = re.compile(r"^(?P<fd>-?\d+)(?:<(?P<what>[^>]*)>)?")
 _NUMBERS_RE = re.compile(r"0x[0-9a-fA-F]+|\d+")
+# A path argument: a quoted string starting with "/" that is a whole value (the first argument,
+# one after ", ", an argv element after "[", a socket's sun_path). Inside a quoted data argument
+# (a TLS record's iov_base) strace escapes every quote as \", so bytes that happen to read "/..."
+# there are never taken for a path.
+_PATH_ARG_RE = re.compile(r'(?:^|, |\[|sun_path=)"(/[^"]*)"')
 _NLMSG_TYPE_RE = re.compile(r"nlmsg_type=(?P<type>0x[0-9a-fA-F]+|\d+|[A-Z_]+)")
 
 FILE_CHANGES = frozenset({
@@ -103,12 +108,12 @@ class Call:
         fd = self.fd_decoration or ""
         if not fd.startswith("/"):
             fd = re.split(r"[:\[]", fd, maxsplit=1)[0]
-        paths = re.findall(r'"(/[^"]*)"', self.args)
+        paths = _PATH_ARG_RE.findall(self.args)
         return _NUMBERS_RE.sub("#", "%s(%s %s)" % (self.name, fd, " ".join(paths)))
 
     def paths(self):
         """Every absolute path the call names: quoted path arguments and its fd's file."""
-        out = re.findall(r'"(/[^"]*)"', self.args)
+        out = _PATH_ARG_RE.findall(self.args)
         if self.fd_path:
             out.append(self.fd_path)
         return out
