@@ -65,9 +65,9 @@ class FaultsDelegatesTest(FaultsTestCase):
         chain = {"cniVersion": "1.0.0", "name": "chain", "plugins": [
             {"type": "fake-record", "recordFile": self.tree.record_file},
             {"type": "fake-hang", "recordFile": self.tree.record_file, "pidFile": pid_file}]}
-        # Each plugin of the chain gets the bound on its own: 5 s are ample for fake-record and
-        # for fake-hang to start and record its pid on a loaded machine.
-        add = self.add_with(chain, timeout=5)
+        # Each plugin of the chain gets add_with's bound (5 s) on its own: ample for fake-record
+        # and for fake-hang to start and record its pid on a loaded machine.
+        add = self.add_with(chain)
         self.assertErrorMentions(add, "fake-hang", "timed out")
         self.wait_gone(pid_file)
         plugins = [(r["plugin"], r["command"]) for r in self.tree.records()]

@@ -67,14 +67,15 @@ class PodmanTest(RuntimeTestCase):
         self.assertTrue(addresses[0].startswith(subnet_prefix), addresses)
         return addresses[0]
 
-    def assertAttachedToA(self, name):
-        """name has mfa's eth0, net1 and net2 (plus whatever else); returns (its namespace, the
-        address of eth0)."""
+    def assertAttachedToA(self, name, ifnames=("eth0", "net1", "net2")):
+        """name has mfa's cluster interface and two secondaries under ifnames (plus whatever
+        else); returns (its namespace, the address of the cluster interface)."""
         sandbox = self.sandbox(name)
-        address = self.cluster_address(sandbox, "eth0", "192.0.2.")
-        self.assertEqual(sandbox.addresses("net1"), ["198.51.100.10/24"])
-        self.assertEqual(sandbox.addresses("net2"), ["198.51.100.20/24"])
-        self.assertEqual(sandbox.mac("net2"), TUNED_MAC)
+        cluster, net1, net2 = ifnames
+        address = self.cluster_address(sandbox, cluster, "192.0.2.")
+        self.assertEqual(sandbox.addresses(net1), ["198.51.100.10/24"])
+        self.assertEqual(sandbox.addresses(net2), ["198.51.100.20/24"])
+        self.assertEqual(sandbox.mac(net2), TUNED_MAC)
         return sandbox, address
 
     def assertPodmanSees(self, name, network, sandbox):
@@ -123,16 +124,12 @@ class PodmanTest(RuntimeTestCase):
     def test_two_manifold_networks_in_one_container(self):
         a, b = self.network_a(), self.network_b()
         self.podman.run("two", self.rootfs, [a, b])
-        sandbox = self.sandbox("two")
         # podman chooses which network becomes eth0 (its order is not the command line's); the
         # other is attached as eth1, and manifold names that one's secondaries eth1-1 and eth1-2.
         first, second = ("eth0", "net1", "net2"), ("eth1", "eth1-1", "eth1-2")
-        a_first = any(addr.startswith("192.0.2.") for addr in sandbox.addresses("eth0"))
+        a_first = any(addr.startswith("192.0.2.") for addr in self.sandbox("two").addresses("eth0"))
         a_names, b_names = (first, second) if a_first else (second, first)
-        self.cluster_address(sandbox, a_names[0], "192.0.2.")
-        self.assertEqual(sandbox.addresses(a_names[1]), ["198.51.100.10/24"])
-        self.assertEqual(sandbox.addresses(a_names[2]), ["198.51.100.20/24"])
-        self.assertEqual(sandbox.mac(a_names[2]), TUNED_MAC)
+        sandbox, _ = self.assertAttachedToA("two", a_names)
         self.cluster_address(sandbox, b_names[0], "203.0.113.")
         self.assertEqual(sandbox.addresses(b_names[1]), ["198.51.100.11/24"])
         self.assertEqual(sandbox.addresses(b_names[2]), ["198.51.100.21/24"])
