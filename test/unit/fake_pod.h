@@ -10,8 +10,8 @@
 #include <memory>
 #include <string>
 
+#include "net_specs.h"
 #include "netlink/fake_net_ops.h"
-#include "util/ip.h"
 
 namespace manifold::test {
 
@@ -37,10 +37,9 @@ struct FakePod {
 struct RoutedFakePod : FakePod {
   /// Builds the namespace and adds the two routes.
   RoutedFakePod() {
-    auto ip = [](const char* text) { return *util::parse_ip(text); };
     REQUIRE(ops.add_default_route(AF_INET, ip("10.244.1.1"), eth0) == netlink::AddOutcome::Added);
     netlink::RouteSpec ipam;
-    ipam.dst = *util::parse_ip_or_cidr("192.168.20.0/24");
+    ipam.dst = cidr("192.168.20.0/24");
     ipam.gw = ip("192.168.10.1");
     ipam.ifindex = net1;
     REQUIRE(ops.add_route(ipam) == netlink::AddOutcome::Added);
