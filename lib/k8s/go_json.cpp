@@ -13,6 +13,7 @@
 #include <cstdio>
 
 #include "cni/error.h"
+#include "util/quote.h"
 #include "util/utf8.h"
 
 namespace manifold::k8s {
@@ -29,36 +30,14 @@ void write_go_string(std::string& out, std::string_view s) {
   for (std::size_t i = 0; i < s.size();) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
-      switch (c) {
-        case '"':
-          out += "\\\"";
-          break;
-        case '\\':
-          out += "\\\\";
-          break;
-        case '\b':
-          out += "\\b";
-          break;
-        case '\f':
-          out += "\\f";
-          break;
-        case '\n':
-          out += "\\n";
-          break;
-        case '\r':
-          out += "\\r";
-          break;
-        case '\t':
-          out += "\\t";
-          break;
-        default:
-          if (c < 0x20 || c == '<' || c == '>' || c == '&') {
-            out += "\\u00";
-            out += hex[c >> 4];
-            out += hex[c & 0xF];
-          } else {
-            out += static_cast<char>(c);
-          }
+      if (const char* escape = util::short_escape(c)) {
+        out += escape;
+      } else if (c < 0x20 || c == '<' || c == '>' || c == '&') {
+        out += "\\u00";
+        out += hex[c >> 4];
+        out += hex[c & 0xF];
+      } else {
+        out += static_cast<char>(c);
       }
       ++i;
       continue;

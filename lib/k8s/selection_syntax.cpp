@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "cni/error.h"
+#include "util/quote.h"
 #include "util/utf8.h"
 
 namespace manifold::k8s::selection_syntax {
@@ -43,42 +44,16 @@ std::string go_quote(std::string_view raw) {
   static const char* hex = "0123456789abcdef";
   std::string out = "\"";
   for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\a':
-        out += "\\a";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\v':
-        out += "\\v";
-        break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          out += "\\x";
-          out += hex[c >> 4];
-          out += hex[c & 0xf];
-        } else {
-          out += static_cast<char>(c);
-        }
+    if (const char* escape = util::short_escape(c)) {
+      out += escape;
+    } else if (c == '\a' || c == '\v') {  // Go's %q has these two short escapes, JSON has not
+      out += c == '\a' ? "\\a" : "\\v";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 0xf];
+    } else {
+      out += static_cast<char>(c);
     }
   }
   out += '"';

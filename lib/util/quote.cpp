@@ -13,6 +13,27 @@ std::string printable(std::string_view text, std::size_t max) {
   return out;
 }
 
+const char* short_escape(unsigned char c) {
+  switch (c) {
+    case '"':
+      return "\\\"";
+    case '\\':
+      return "\\\\";
+    case '\b':
+      return "\\b";
+    case '\f':
+      return "\\f";
+    case '\n':
+      return "\\n";
+    case '\r':
+      return "\\r";
+    case '\t':
+      return "\\t";
+    default:
+      return nullptr;
+  }
+}
+
 std::string quote_bytes(std::string_view text, std::size_t max) {
   static const char* hex = "0123456789abcdef";
   std::string out = "\"";

@@ -19,6 +19,10 @@ std::string printable(std::string_view text, std::size_t max = 64);
 /// byte written as \xNN, and only the first `max` bytes shown ("..." inside the quotes when cut).
 std::string quote_bytes(std::string_view text, std::size_t max = 64);
 
+/// The two-character escape that JSON and Go's %q share for `c` (\", \\, \b, \f, \n, \r, \t), or
+/// nullptr when `c` has none.
+const char* short_escape(unsigned char c);
+
 /// A JSON value rendered for a message: a string as "\"" + printable(text, max) + "\"", anything
 /// else as printable(its compact JSON text, max) (invalid UTF-8 replaced).
 std::string printable_json(const Json& value, std::size_t max = 64);

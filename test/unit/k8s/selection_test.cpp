@@ -7,6 +7,7 @@
 
 #include "cni/error.h"
 #include "k8s/selection.h"
+#include "k8s/selection_syntax.h"
 #include "util/utf8.h"
 
 using manifold::Json;
@@ -437,4 +438,12 @@ TEST_CASE("error messages stay valid UTF-8 for hostile input", "[k8s]") {
   CHECK_NOTHROW(Json(raw_bytes).dump());
   CHECK(manifold::util::sanitize_utf8("ok \xc3\xa9 \xed\xa0\x80") ==
         "ok \xc3\xa9 \xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
+TEST_CASE("go_quote quotes like Go's %q: short escapes, \\xNN for other controls, UTF-8 kept", "[k8s]") {
+  using selection_syntax::go_quote;
+  CHECK(go_quote("a\"b\\c") == "\"a\\\"b\\\\c\"");
+  CHECK(go_quote("\a\b\f\n\r\t\v") == "\"\\a\\b\\f\\n\\r\\t\\v\"");
+  CHECK(go_quote(std::string("\x01\x1f\x7f", 3)) == "\"\\x01\\x1f\\x7f\"");
+  CHECK(go_quote("<é/>") == "\"<é/>\"");
 }

@@ -36,3 +36,18 @@ TEST_CASE("printable_json quotes strings and renders other values as JSON", "[ut
   CHECK(util::printable_json(Json::parse(R"({"a":[1,true]})")) == "{\"a\":[1,true]}");
   CHECK(util::printable_json(Json(std::string(100, 'y'))) == "\"" + std::string(64, 'y') + "...\"");
 }
+
+TEST_CASE("short_escape: the seven escapes JSON and Go's %q share, nothing else", "[util]") {
+  using manifold::util::short_escape;
+  CHECK(std::string(short_escape('"')) == "\\\"");
+  CHECK(std::string(short_escape('\\')) == "\\\\");
+  CHECK(std::string(short_escape('\b')) == "\\b");
+  CHECK(std::string(short_escape('\f')) == "\\f");
+  CHECK(std::string(short_escape('\n')) == "\\n");
+  CHECK(std::string(short_escape('\r')) == "\\r");
+  CHECK(std::string(short_escape('\t')) == "\\t");
+  for (unsigned char c : {'\a', '\v', '\0', '\x1f', 'a', '<', '/', '\x7f', '\xe2'}) {
+    CAPTURE(static_cast<int>(c));
+    CHECK(short_escape(c) == nullptr);
+  }
+}
