@@ -38,6 +38,8 @@ from kdouble.admin_client import AdminClient, AdminError  # noqa: E402 (after th
 from kdouble.kubeconfig import render_kubeconfig  # noqa: E402
 
 SERVER_SCRIPT = os.path.join(_HERE, "server.py")
+
+
 class StartError(RuntimeError):
     """The double process did not become ready; carries its log."""
 
@@ -49,7 +51,9 @@ class ApiServerDouble(AdminClient):
                  rbac: Optional[str] = None, client_cn: Optional[str] = None,
                  key_type: str = "ec", ipv6: bool = True, start_timeout: float = 30.0,
                  idle_timeout: float = 120.0, verbose: bool = False,
-                 keep_dir: bool = False) -> None:
+                 keep_dir: bool = False, bookmark_interval: Optional[float] = None,
+                 watch_timeout: Optional[float] = None,
+                 watch_history: Optional[int] = None) -> None:
         self._own_dir = directory is None
         self.dir = directory or tempfile.mkdtemp(prefix="apiserver-double-")
         self._keep_dir = keep_dir
@@ -65,9 +69,15 @@ class ApiServerDouble(AdminClient):
             self._args.append("--no-ipv6")
         if verbose:
             self._args.append("--verbose")
+        for flag, value in (("--bookmark-interval", bookmark_interval),
+                            ("--watch-timeout", watch_timeout),
+                            ("--watch-history", watch_history)):
+            if value is not None:
+                self._args += [flag, str(value)]
         self._start_timeout = start_timeout
         self._proc: Optional[subprocess.Popen] = None
         self._log = None
+        self.exit_code: Optional[int] = None
         self.info: dict = {}
         self.token = ""
 
@@ -137,7 +147,8 @@ class ApiServerDouble(AdminClient):
             return "(no log)"
 
     def stop(self) -> None:
-        """Stops the process (admin shutdown, then SIGTERM, then SIGKILL) and cleans up."""
+        """Stops the process (admin shutdown, then SIGTERM, then SIGKILL) and cleans up;
+        `exit_code` is then its exit status (0 after a clean shutdown, negative when killed)."""
         proc, self._proc = self._proc, None
         if proc is not None:
             if proc.poll() is None and self.info:
@@ -156,6 +167,7 @@ class ApiServerDouble(AdminClient):
                     proc.wait()
             if proc.stdout is not None:
                 proc.stdout.close()
+            self.exit_code = proc.returncode
         if self._log is not None:
             self._log.close()
             self._log = None

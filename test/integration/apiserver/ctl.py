@@ -4,10 +4,15 @@
     python3 ctl.py DIR add-pod NS NAME [--uid UID] [--annotation KEY=VALUE]...
     python3 ctl.py DIR add-nad NS NAME CONFIG_FILE      (CONFIG_FILE: the NAD's spec.config JSON)
     python3 ctl.py DIR requests [--user USER]           (one "METHOD PATH STATUS" line each)
+    python3 ctl.py DIR watches                          (one "ID USER PATH?QUERY" line per stream)
+    python3 ctl.py DIR compact                          (drop the watch history; prints the RV)
+    python3 ctl.py DIR fault ACTION [--path RE] [--query RE] [--watch | --no-watch]
+                                    [--status N] [--count N | --forever] [--skip N]
+    python3 ctl.py DIR clear-faults
 
 DIR is the `--dir` of a running `server.py`; its ready.json says where the admin API listens
 (127.0.0.1, so run this in the network namespace the double runs in). add-pod and add-nad print
-one line naming the object they stored, not the whole object.
+one line naming the object they stored, not the whole object; fault prints the new fault's id.
 """
 
 from __future__ import annotations
@@ -37,6 +42,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     nad.add_argument("config_file")
     log = sub.add_parser("requests", help="print the request log")
     log.add_argument("--user", help="only requests authenticated as this user")
+    sub.add_parser("watches", help="print the open watch streams")
+    sub.add_parser("compact", help="drop the pod watch history (older watches get 410)")
+    fault = sub.add_parser("fault", help="add a fault (e.g. watch_end, watch_cut, status)")
+    fault.add_argument("action")
+    fault.add_argument("--path", default=".*", help="regex on the request path")
+    fault.add_argument("--query", help="regex on the percent-decoded query string")
+    fault.add_argument("--watch", action=argparse.BooleanOptionalAction, default=None,
+                       help="only watch requests (--watch) or only others (--no-watch)")
+    fault.add_argument("--status", type=int, help="HTTP status (status) or ERROR code")
+    fault.add_argument("--count", type=int, default=1)
+    fault.add_argument("--forever", action="store_true", help="until removed (no count)")
+    fault.add_argument("--skip", type=int, default=0)
+    sub.add_parser("clear-faults", help="remove every fault")
     return parser.parse_args(argv)
 
 
@@ -63,11 +81,31 @@ def main(argv: list[str]) -> int:
         with open(args.config_file, encoding="utf-8") as f:
             api.add_nad(args.namespace, args.name, f.read())
         print(f"network-attachment-definition {args.namespace}/{args.name}")
-    else:
+    elif args.command == "requests":
         for entry in api.requests():
             if args.user is None or entry["user"] == args.user:
                 print(f"{entry['method']} {entry['path']} {entry['status']}")
+    elif args.command == "watches":
+        for watch in api.watches():
+            query = f"?{watch['query']}" if watch["query"] else ""
+            print(f"{watch['id']} {watch['user']} {watch['path']}{query}")
+    elif args.command == "compact":
+        print(api.compact())
+    elif args.command == "fault":
+        print(api.add_fault(**fault_options(args)))
+    else:
+        api.clear_faults()
     return 0
+
+
+def fault_options(args: argparse.Namespace) -> dict:
+    """The add_fault arguments of the `fault` command."""
+    options = {"path": args.path, "action": args.action, "skip": args.skip,
+               "count": None if args.forever else args.count}
+    for key in ("query", "watch", "status"):
+        if getattr(args, key) is not None:
+            options[key] = getattr(args, key)
+    return options
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 """Runs the Kubernetes API server double as a process (see README.md).
 
     python3 server.py --dir <tmpdir> --port 0 [--admin-port 0] [--token T]... [--rbac manifold]
+                      [--bookmark-interval S] [--watch-timeout S] [--watch-history N]
 
 It generates its PKI into --dir, starts serving, writes two kubeconfigs for shell users
 (<dir>/kubeconfig: manifold's identity with the first token; <dir>/admin.kubeconfig: the admin
@@ -24,6 +25,7 @@ from kdouble.access import MANIFOLD_RBAC  # noqa: E402 (after the path set-up)
 from kdouble.certs import DEFAULT_CLIENT_CN  # noqa: E402
 from kdouble.core import ApiServer  # noqa: E402
 from kdouble.kubeconfig import render_kubeconfig  # noqa: E402
+from kdouble.watch import DEFAULT_BOOKMARK_INTERVAL, DEFAULT_HISTORY, WatchSettings  # noqa: E402
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -41,8 +43,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="enforce manifold's ClusterRole as an RBAC allow-list")
     parser.add_argument("--idle-timeout", type=float, default=120.0,
                         help="seconds before an idle keep-alive connection is closed")
+    parser.add_argument("--bookmark-interval", type=float, default=DEFAULT_BOOKMARK_INTERVAL,
+                        help="seconds between BOOKMARK events on watches that allow them")
+    parser.add_argument("--watch-timeout", type=float, default=0.0,
+                        help="seconds a watch without timeoutSeconds lasts (0: random 30-60 min)")
+    parser.add_argument("--watch-history", type=int, default=DEFAULT_HISTORY,
+                        help="pod events kept for watches from an older resourceVersion")
     parser.add_argument("--verbose", action="store_true", help="diagnostics on stderr")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.bookmark_interval <= 0 or args.watch_timeout < 0 or args.watch_history < 0:
+        parser.error("--bookmark-interval must be > 0, --watch-timeout and --watch-history >= 0")
+    return args
 
 
 def write_ready_file(directory: str, info: dict) -> None:
@@ -74,7 +85,9 @@ def main(argv: list[str]) -> int:
     core = ApiServer(args.dir, port=args.port, admin_port=args.admin_port, host=args.host,
                      ipv6=not args.no_ipv6, tokens=args.token or None, client_cn=args.client_cn,
                      key_type=args.key_type, idle_timeout=args.idle_timeout,
-                     verbose=args.verbose)
+                     verbose=args.verbose,
+                     watch_settings=WatchSettings(args.bookmark_interval, args.watch_timeout))
+    core.store.set_history_limit(args.watch_history)
     if args.rbac == "manifold":
         core.access.set_rbac(MANIFOLD_RBAC)
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -3,9 +3,11 @@
 They talk to the double with http.client and ssl exactly as a client would: TLS verification and
 the three authentication outcomes (and the admin identity), real Status bodies, resourceVersion
 conflicts, every fault action, the request log and keep-alive connection ids, NADs, events,
-discovery, Table output, merge and strategic merge PATCH, and the kubeconfig writer; then the
-machine's real kubectl (required: a missing kubectl fails) and ctl.py drive the double as an
-operator's shell would. No root and no network are needed.
+discovery, Table output, merge and strategic merge PATCH, and the kubeconfig writer; pod LIST with
+selectors and pod WATCH, read off a raw TLS socket chunk by chunk (events, bookmarks, timeouts,
+410 after compaction, selector transitions, the stream faults); then the machine's real kubectl
+(required: a missing kubectl fails) and ctl.py drive the double as an operator's shell would. No
+root and no network are needed; no outcome depends on timing (waits are bounded only as a guard).
 Run: python3 -m unittest -v test_apiserver (in this directory).
 """
 
@@ -15,6 +17,8 @@ import base64
 import http.client
 import json
 import os
+import re
+import selectors
 import shutil
 import socket
 import ssl
@@ -24,6 +28,7 @@ import tempfile
 import time
 import unittest
 from typing import Any, Optional
+from urllib.parse import urlencode
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -31,8 +36,11 @@ sys.path.insert(0, HERE)
 from apiserver_double import AdminError, ApiServerDouble  # noqa: E402
 
 POD = "/api/v1/namespaces/default/pods/web"
+PODS = "/api/v1/pods"
 NADS = "/apis/k8s.cni.cncf.io/v1/namespaces/default/network-attachment-definitions"
 USER = "system:serviceaccount:kube-system:manifold"
+RBAC_YAML = os.path.join(HERE, "..", "..", "..", "conf", "rbac.yaml")
+GUARD = 30.0  # seconds: only ever ends a broken test, never decides an outcome
 
 
 def read_text(path: str) -> str:
@@ -59,6 +67,127 @@ class Reply:
     def json(self) -> Any:
         """The body decoded as JSON."""
         return json.loads(self.raw)
+
+
+def rv(obj: dict) -> int:
+    """An object's metadata.resourceVersion as a number."""
+    return int(obj["metadata"]["resourceVersion"])
+
+
+class WatchReader:
+    """An HTTP response read off a raw TLS socket: status and headers, then either the
+    Content-Length body or, for a watch, the chunked body one chunk at a time, so tests see the
+    wire format itself (each event must be exactly one JSON line in its own chunk)."""
+
+    def __init__(self, sock: ssl.SSLSocket) -> None:
+        self.sock = sock
+        self.buffer = b""
+        self.ended = False
+        lines = self._until(b"\r\n\r\n").decode("latin-1").split("\r\n")
+        self.status = int(lines[0].split()[1])
+        self.headers = {k.strip().lower(): v.strip()
+                        for k, v in (line.split(":", 1) for line in lines[1:] if line)}
+        self.body = b""
+        if "content-length" in self.headers:
+            self.body = self._exact(int(self.headers["content-length"]))
+
+    def _fill(self) -> None:
+        data = self.sock.recv(1 << 20)
+        if not data:
+            raise EOFError("the server closed the connection")
+        self.buffer += data
+
+    def _until(self, separator: bytes) -> bytes:
+        while separator not in self.buffer:
+            self._fill()
+        data, self.buffer = self.buffer.split(separator, 1)
+        return data
+
+    def _exact(self, size: int) -> bytes:
+        while len(self.buffer) < size:
+            self._fill()
+        data, self.buffer = self.buffer[:size], self.buffer[size:]
+        return data
+
+    def chunk(self) -> Optional[bytes]:
+        """The next chunk's data, None for the terminating chunk; EOFError (or a TLS/connection
+        error) when the connection closes first."""
+        size = int(self._until(b"\r\n").split(b";")[0], 16)
+        if size == 0:
+            self._until(b"\r\n")
+            self.ended = True
+            return None
+        data = self._exact(size)
+        if self._exact(2) != b"\r\n":
+            raise AssertionError("chunk not followed by CRLF")
+        return data
+
+    def event(self) -> Optional[dict]:
+        """The next event (asserting its chunk is exactly one JSON line); None at the end."""
+        data = self.chunk()
+        if data is None:
+            return None
+        if not data.endswith(b"\n") or data.count(b"\n") != 1:
+            raise AssertionError(f"a chunk is not one event line: {data[:200]!r}")
+        return json.loads(data)
+
+    def events(self, count: int) -> list[dict]:
+        """The next `count` events (the stream must not end before)."""
+        out = []
+        for _ in range(count):
+            event = self.event()
+            if event is None:
+                raise AssertionError(f"the stream ended after {out}")
+            out.append(event)
+        return out
+
+    def rest(self) -> list[dict]:
+        """Every event until the terminating chunk."""
+        out = []
+        while (event := self.event()) is not None:
+            out.append(event)
+        return out
+
+    def until(self, predicate: Any) -> list[dict]:
+        """Events up to and including the first one that satisfies predicate."""
+        out = []
+        while True:
+            out.extend(self.events(1))
+            if predicate(out[-1]):
+                return out
+
+    @property
+    def json(self) -> Any:
+        """The Content-Length body decoded as JSON."""
+        return json.loads(self.body)
+
+
+def connect_raw(api: ApiServerDouble) -> ssl.SSLSocket:
+    """A verified TLS connection to the double, with the guard as its timeout."""
+    raw = socket.create_connection(("127.0.0.1", api.port), timeout=GUARD)
+    return api.ssl_context().wrap_socket(raw, server_hostname="127.0.0.1")
+
+
+def send_get(sock: ssl.SSLSocket, api: ApiServerDouble, path: str, query: str = "",
+             token: Optional[str] = None, headers: Optional[dict] = None) -> None:
+    """Writes one GET request (HTTP/1.1, keep-alive) on a raw connection."""
+    hdrs = {"Host": f"127.0.0.1:{api.port}", "Accept": "application/json"}
+    if token is not None:
+        hdrs["Authorization"] = f"Bearer {token}"
+    hdrs.update(headers or {})
+    target = f"{path}?{query}" if query else path
+    head = f"GET {target} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in hdrs.items())
+    sock.sendall((head + "\r\n").encode("latin-1"))
+
+
+def kinds(events: list[dict]) -> list[tuple[str, str]]:
+    """(type, namespace/name or resourceVersion) of each event, for compact assertions."""
+    out = []
+    for event in events:
+        meta = event["object"].get("metadata", {})
+        name = meta.get("name")
+        out.append((event["type"], name if name else meta.get("resourceVersion", "")))
+    return out
 
 
 class DoubleTestCase(unittest.TestCase):
@@ -100,6 +229,16 @@ class DoubleTestCase(unittest.TestCase):
                                            context=context or self.api.ssl_context(cert=cert))
         self._conns.append(conn)
         return conn
+
+    def open_stream(self, path: str, query: str = "", token: Optional[str] = "default",
+                    headers: Optional[dict] = None) -> WatchReader:
+        """Sends one GET on a new raw TLS connection (closed at cleanup) and returns the reader
+        of its response; the default token is the double's current one."""
+        sock = connect_raw(self.api)
+        self.addCleanup(sock.close)
+        send_get(sock, self.api, path, query, self.api.token if token == "default" else token,
+                 headers)
+        return WatchReader(sock)
 
     def call(self, method: str, path: str, body: Any = None, token: Optional[str] = "default",
              conn: Optional[http.client.HTTPSConnection] = None,
@@ -615,7 +754,8 @@ class DiscoveryTest(DoubleTestCase):
         core = self.call("GET", "/api/v1").json
         self.assertEqual((core["kind"], core["groupVersion"]), ("APIResourceList", "v1"))
         verbs = {r["name"]: r["verbs"] for r in core["resources"]}
-        self.assertEqual(verbs, {"events": ["create"], "pods": ["get", "list", "patch", "update"],
+        self.assertEqual(verbs, {"events": ["create"],
+                                 "pods": ["get", "list", "patch", "update", "watch"],
                                  "pods/status": ["get", "patch", "update"]})
         pods = [r for r in core["resources"] if r["name"] == "pods"][0]
         self.assertEqual((pods["kind"], pods["singularName"], pods["namespaced"],
@@ -766,6 +906,484 @@ class PatchTest(DoubleTestCase):
         self.assertEqual((missing.status, missing.json["message"]), (404, 'pods "nope" not found'))
 
 
+class PodListTest(DoubleTestCase):
+    """LIST of pods across namespaces or in one, with field and label selectors."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        # Pods of earlier tests stay in the class's double: each test has its own names.
+        self.ns = "list-" + self._testMethodName[5:].replace("_", "-")[:40]
+        self.n1, self.n2 = f"{self.ns}-n1", f"{self.ns}-n2"
+        self.a, self.b = f"{self.ns}-a", f"{self.ns}-b"
+        self.api.add_pod(self.a, "p1", node_name=self.n1, labels={"app": "web", "tier": "1"})
+        self.api.add_pod(self.b, "p2", node_name=self.n1, labels={"app": "db"})
+        self.last = self.api.add_pod(self.a, "p3", node_name=self.n2, labels={"app": "web"})
+        self.api.clear_requests()
+
+    def names(self, path: str, **params: str) -> list[tuple[str, str]]:
+        """(namespace, name) of the items a LIST answers with 200."""
+        reply = self.call("GET", f"{path}?{urlencode(params)}" if params else path)
+        self.assertEqual(reply.status, 200, reply.raw)
+        return [(i["metadata"]["namespace"], i["metadata"]["name"]) for i in reply.json["items"]]
+
+    def test_field_selector_on_the_node_across_namespaces(self) -> None:
+        query = urlencode({"fieldSelector": f"spec.nodeName={self.n1}"})
+        reply = self.call("GET", f"{PODS}?{query}")
+        self.assertEqual(reply.status, 200)
+        listed = reply.json
+        self.assertEqual(list(listed), ["kind", "apiVersion", "metadata", "items"])
+        self.assertEqual((listed["kind"], listed["apiVersion"]), ("PodList", "v1"))
+        self.assertEqual(listed["metadata"],
+                         {"resourceVersion": self.last["metadata"]["resourceVersion"]})
+        self.assertEqual([(i["metadata"]["namespace"], i["metadata"]["name"])
+                          for i in listed["items"]], [(self.a, "p1"), (self.b, "p2")])
+        for item in listed["items"]:  # the real server leaves kind and apiVersion to the list
+            self.assertEqual(list(item), ["metadata", "spec", "status"])
+        self.assertEqual(self.names(f"/api/v1/namespaces/{self.a}/pods",
+                                    fieldSelector=f"spec.nodeName={self.n1}"), [(self.a, "p1")])
+        self.assertEqual(self.names(f"/api/v1/namespaces/{self.b}/pods"), [(self.b, "p2")])
+        [entry, *_] = self.api.requests(path=f"^{PODS}$")
+        self.assertEqual((entry["verb"], entry["status"], entry["query"]),
+                         ("list", 200, f"fieldSelector=spec.nodeName%3D{self.n1}"))
+
+    def test_field_selector_forms(self) -> None:
+        mine = f"metadata.namespace={self.a}"
+        self.assertEqual(self.names(PODS, fieldSelector=f"spec.nodeName!={self.n1},{mine}"),
+                         [(self.a, "p3")])
+        by_name = f"metadata.name==p2,spec.nodeName={self.n1}"
+        self.assertEqual(self.names(PODS, fieldSelector=by_name), [(self.b, "p2")])
+        pending = f"{mine},metadata.name!=p1,status.phase=Pending"
+        self.assertEqual(self.names(PODS, fieldSelector=pending), [(self.a, "p3")])
+        self.assertEqual(self.names(PODS, fieldSelector=f"{mine},spec.nodeName="), [])
+
+    def test_label_selector_forms(self) -> None:
+        mine = f"spec.nodeName={self.n1}"
+        cases = {"app=web": [(self.a, "p1")], "app!=web": [(self.b, "p2")],
+                 "app==db": [(self.b, "p2")], "tier": [(self.a, "p1")], "!tier": [(self.b, "p2")],
+                 "app in (db, cache)": [(self.b, "p2")], "app notin (db),tier=1": [(self.a, "p1")],
+                 "app=web,tier=2": [], "": [(self.a, "p1"), (self.b, "p2")]}
+        for selector, expected in cases.items():
+            self.assertEqual(self.names(PODS, fieldSelector=mine, labelSelector=selector), expected,
+                             selector)
+
+    def test_refused_parameters_are_real_400s(self) -> None:
+        cases = {"fieldSelector=spec.foo%3Dx": "field label not supported: spec.foo",
+                 "fieldSelector=nonsense": "invalid selector: 'nonsense'; can't understand "
+                                           "'nonsense'",
+                 "resourceVersion=abc": 'resourceVersion: Invalid value: "abc": strconv.ParseUint: '
+                                        'parsing "abc": invalid syntax'}
+        for query, message in cases.items():
+            for path in (PODS, f"/api/v1/namespaces/{self.a}/pods"):
+                for watch in ("", "&watch=1"):
+                    reply = self.call("GET", f"{path}?{query}{watch}")
+                    self.assertEqual(reply.json, {
+                        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                        "message": message, "reason": "BadRequest", "code": 400}, query + watch)
+        bad_label = self.call("GET", f"{PODS}?labelSelector=a%20in%20()")
+        self.assertEqual((bad_label.status, bad_label.json["reason"]), (400, "BadRequest"))
+
+    def test_limit_is_ignored_and_no_continue_is_returned(self) -> None:
+        listed = self.call("GET",
+                           f"/api/v1/namespaces/{self.a}/pods?limit=1&resourceVersion=0").json
+        self.assertEqual([i["metadata"]["name"] for i in listed["items"]], ["p1", "p3"])
+        self.assertNotIn("continue", listed["metadata"])
+
+
+class WatchCase(DoubleTestCase):
+    """Helpers of the watch tests: every test watches its own namespace."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.api.set_options(bookmark_interval=60, watch_timeout=0, watch_history=1000)
+        self.ns = "w-" + self._testMethodName[5:].replace("_", "-")[:50]
+        self.pods = f"/api/v1/namespaces/{self.ns}/pods"
+
+    def watch(self, query: str = "", path: Optional[str] = None,
+              token: Optional[str] = "default") -> WatchReader:
+        """Opens a watch (200 expected) of the test's namespace; once the headers are read the
+        watcher is registered, so every later change reaches it."""
+        reader = self.open_stream(path or self.pods, "&".join(filter(None, ("watch=1", query))),
+                                  token=token)
+        self.assertEqual(reader.status, 200, reader.body)
+        return reader
+
+    def current_rv(self) -> int:
+        """The double's latest resourceVersion (a LIST's)."""
+        return rv(self.call("GET", self.pods).json)
+
+    def assert_bookmark(self, event: dict, resource_version: int) -> None:
+        """A BOOKMARK exactly as kube-apiserver encodes one."""
+        self.assertEqual(event, {"type": "BOOKMARK", "object": {
+            "kind": "Pod", "apiVersion": "v1",
+            "metadata": {"resourceVersion": str(resource_version), "creationTimestamp": None},
+            "spec": {"containers": None}, "status": {}}})
+
+
+class WatchTest(WatchCase):
+    """WATCH of pods: wire format, resourceVersion semantics, bookmarks, timeouts, 410."""
+
+    def test_events_from_a_resource_version_in_order_from_every_change_path(self) -> None:
+        start = self.api.add_pod(self.ns, "p", node_name="n1")
+        reader = self.watch(f"resourceVersion={rv(start)}")
+        self.assertEqual(reader.headers["content-type"], "application/json")
+        self.assertEqual(reader.headers["transfer-encoding"], "chunked")
+        self.assertNotIn("content-length", reader.headers)
+        path = f"{self.pods}/p"
+        merge = {"Content-Type": "application/merge-patch+json"}
+        self.api.modify_pod(self.ns, "p", annotations={"a": "1"})
+        pod = self.call("GET", path).json
+        pod["metadata"]["annotations"]["b"] = "2"
+        self.assertEqual(self.call("PUT", path + "/status", body=pod).status, 200)
+        pod = self.call("GET", path).json
+        pod["metadata"]["labels"] = {"app": "web"}
+        self.assertEqual(self.call("PUT", path, body=pod).status, 200)
+        self.assertEqual(self.call("PATCH", path, body={"metadata": {"annotations": {"c": "3"}}},
+                                   headers=merge).status, 200)
+        self.assertEqual(self.call("PATCH", path + "/status", headers=merge,
+                                   body={"status": {"podIP": "192.0.2.1"}}).status, 200)
+        self.api.conflict_next()
+        current = self.call("GET", path).json
+        self.assertEqual(self.call("PUT", path + "/status", body=current).status, 409)
+        self.api.add_pod(self.ns, "q")
+        self.api.add_pod(self.ns, "q", labels={"replaced": "yes"})
+        last = self.api.get_pod(self.ns, "p")
+        self.assertTrue(self.api.delete_pod(self.ns, "p"))
+        events = reader.events(9)
+        self.assertEqual(kinds(events), [("MODIFIED", "p")] * 6 + [
+            ("ADDED", "q"), ("MODIFIED", "q"), ("DELETED", "p")])
+        versions = [rv(e["object"]) for e in events]
+        self.assertEqual(versions, sorted(set(versions)))
+        self.assertGreater(versions[0], rv(start))
+        p_events = [e["object"] for e in events[:6]]
+        self.assertEqual(p_events[0]["metadata"]["annotations"], {"a": "1"})
+        self.assertEqual(p_events[1]["metadata"]["annotations"], {"a": "1", "b": "2"})
+        self.assertEqual(p_events[2]["metadata"]["labels"], {"app": "web"})
+        self.assertEqual(p_events[3]["metadata"]["annotations"]["c"], "3")
+        self.assertEqual(p_events[4]["status"]["podIP"], "192.0.2.1")
+        self.assertEqual(p_events[5], last)  # the concurrent writer's bump
+        deleted = events[8]["object"]
+        self.assertGreater(rv(deleted), rv(last))
+        self.assertEqual(dict(deleted, metadata=dict(deleted["metadata"], resourceVersion="")),
+                         dict(last, metadata=dict(last["metadata"], resourceVersion="")))
+        for event in events:
+            self.assertEqual((event["object"]["kind"], event["object"]["apiVersion"]),
+                             ("Pod", "v1"))
+
+    def test_no_resource_version_starts_with_synthetic_added_events(self) -> None:
+        self.api.add_pod(self.ns, "b")
+        self.api.add_pod(self.ns, "a")
+        self.api.add_pod(self.ns + "-other", "c", labels={"test": self.ns})
+        readers = [self.watch(query) for query in ("", "resourceVersion=0", "resourceVersion=")]
+        for reader in readers:
+            first = reader.events(2)
+            self.assertEqual(kinds(first), [("ADDED", "a"), ("ADDED", "b")])
+            self.assertEqual(first[0]["object"], self.api.get_pod(self.ns, "a"))
+        self.api.add_pod(self.ns, "c", labels={"test": self.ns})
+        for reader in readers:
+            self.assertEqual(kinds(reader.events(1)), [("ADDED", "c")])
+        across = self.watch(urlencode({"labelSelector": f"test={self.ns}"}), path=PODS)
+        self.assertEqual(sorted(e["object"]["metadata"]["namespace"] for e in across.events(2)),
+                         [self.ns, self.ns + "-other"])
+
+    def test_bookmarks_arrive_when_allowed_and_never_otherwise(self) -> None:
+        self.api.set_options(bookmark_interval=0.05)
+        plain = self.watch()
+        marked = self.watch("allowWatchBookmarks=true")
+        # Two periodic bookmarks on the later stream: the earlier one was open at least as long.
+        for _ in range(2):
+            self.assert_bookmark(marked.events(1)[0], self.current_rv())
+        pod = self.api.add_pod(self.ns, "p")
+        seen = marked.until(lambda e: e["type"] == "BOOKMARK" and rv(e["object"]) >= rv(pod))
+        self.assertEqual([k for k in kinds(seen) if k[0] != "BOOKMARK"], [("ADDED", "p")])
+        self.api.add_fault(action="watch_end", path=f"^{self.pods}$", count=2)
+        self.assertEqual(kinds(plain.rest()), [("ADDED", "p")])
+        rest = marked.rest()
+        self.assertEqual({e["type"] for e in rest}, {"BOOKMARK"})
+        self.assert_bookmark(rest[-1], self.current_rv())
+        # Invariant: a bookmark never announces a resourceVersion before an event still to come.
+        stream = seen + rest
+        for i, event in enumerate(stream):
+            if event["type"] == "BOOKMARK":
+                self.assertTrue(all(rv(e["object"]) > rv(event["object"])
+                                    for e in stream[i + 1:] if e["type"] != "BOOKMARK"))
+
+    def test_timeout_seconds_ends_the_stream_with_a_final_bookmark(self) -> None:
+        pod = self.api.add_pod(self.ns, "p")
+        reader = self.watch("allowWatchBookmarks=true&timeoutSeconds=1")
+        events = reader.rest()
+        self.assertEqual(kinds(events), [("ADDED", "p"), ("BOOKMARK", str(rv(pod)))])
+        self.assert_bookmark(events[-1], rv(pod))
+        entry = [e for e in self.api.requests(path=self.pods) if e["verb"] == "watch"][0]
+        self.assertEqual(entry["stream"], {"events": 1, "bookmarks": 1, "ended": "timeout"})
+        # The connection stays open for the next request, as after any complete response.
+        send_get(reader.sock, self.api, self.pods, token=self.api.token)
+        again = WatchReader(reader.sock)
+        self.assertEqual((again.status, again.json["kind"]), (200, "PodList"))
+        plain = self.watch("timeoutSeconds=1")
+        self.assertEqual(kinds(plain.rest()), [("ADDED", "p")])
+
+    def test_the_log_records_a_watch_when_it_starts(self) -> None:
+        self.watch("allowWatchBookmarks=true&fieldSelector=spec.nodeName%3Dn1")
+        [entry] = self.api.requests(path=self.pods)
+        self.assertEqual((entry["method"], entry["verb"], entry["status"], entry["user"]),
+                         ("GET", "watch", 200, USER))
+        self.assertEqual(entry["query"],
+                         "watch=1&allowWatchBookmarks=true&fieldSelector=spec.nodeName%3Dn1")
+        self.assertEqual(entry["stream"], {"events": 0, "bookmarks": 0, "ended": None})
+        [stream] = self.api.wait_for_watches(path=self.pods)
+        self.assertEqual((stream["seq"], stream["user"], stream["fieldSelector"],
+                          stream["allowWatchBookmarks"]),
+                         (entry["seq"], USER, "spec.nodeName=n1", True))
+
+    def test_a_compacted_resource_version_gets_the_410_error_event(self) -> None:
+        old = self.api.add_pod(self.ns, "p")
+        self.api.modify_pod(self.ns, "p", annotations={"a": "1"})
+        compacted = self.api.compact()
+        self.assertEqual(self.api.watch_history(),
+                         {"floor": compacted, "limit": 1000, "events": []})
+        reader = self.watch(f"resourceVersion={rv(old)}")
+        self.assertEqual(reader.rest(), [{"type": "ERROR", "object": {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": f"too old resource version: {rv(old)} ({compacted})", "reason": "Expired",
+            "code": 410}}])
+        fresh = self.watch(f"resourceVersion={compacted}")
+        added = self.api.add_pod(self.ns, "q")
+        self.assertEqual(fresh.events(1), [{"type": "ADDED", "object": added}])
+        # The history's bound drops the oldest events the same way.
+        self.api.set_options(watch_history=2)
+        start = self.current_rv()
+        for value in ("1", "2", "3"):
+            self.api.modify_pod(self.ns, "q", annotations={"n": value})
+        history = self.api.watch_history()
+        self.assertEqual([e["type"] for e in history["events"]], ["MODIFIED", "MODIFIED"])
+        self.assertEqual(int(history["floor"]), start + 1)
+        gone = self.watch(f"resourceVersion={start}").rest()
+        self.assertEqual(gone[0]["object"]["message"],
+                         f"too old resource version: {start} ({start + 1})")
+        kept = self.watch(f"resourceVersion={start + 1}").events(2)
+        self.assertEqual([e["object"]["metadata"]["annotations"]["n"] for e in kept], ["2", "3"])
+
+    def test_selector_transitions_are_added_and_deleted_events(self) -> None:
+        node_a, node_b = f"{self.ns}-a", f"{self.ns}-b"
+        self.api.add_pod(self.ns, "p", uid="u", node_name=node_a, labels={"app": "web"})
+        on_a = self.watch(urlencode({"fieldSelector": f"spec.nodeName={node_a}"}), path=PODS)
+        on_b = self.watch(urlencode({"fieldSelector": f"spec.nodeName={node_b}"}), path=PODS)
+        web = self.watch(urlencode({"labelSelector": "app=web"}))
+        self.assertEqual(kinds(on_a.events(1) + web.events(1)), [("ADDED", "p")] * 2)
+        moved = self.api.add_pod(self.ns, "p", uid="u", node_name=node_b, labels={"app": "web"})
+        [gone] = on_a.events(1)
+        self.assertEqual((gone["type"], gone["object"]["spec"]["nodeName"], rv(gone["object"])),
+                         ("DELETED", node_a, rv(moved)))  # the last content seen, the new version
+        self.assertEqual(on_b.events(1), [{"type": "ADDED", "object": moved}])
+        self.assertEqual(web.events(1), [{"type": "MODIFIED", "object": moved}])
+        relabelled = self.api.modify_pod(self.ns, "p", labels={"app": "db"})
+        [dropped] = web.events(1)
+        self.assertEqual((dropped["type"], dropped["object"]["metadata"]["labels"],
+                          rv(dropped["object"])), ("DELETED", {"app": "web"}, rv(relabelled)))
+        self.assertEqual(kinds(on_b.events(1)), [("MODIFIED", "p")])
+        self.api.modify_pod(self.ns, "p", labels={"app": "web"})
+        self.assertEqual(kinds(web.events(1)), [("ADDED", "p")])
+        self.api.add_fault(action="watch_end", query=f"spec.nodeName={node_a}")
+        self.assertEqual(on_a.rest(), [])  # nothing after the pod left node a
+
+    def test_a_named_watch_and_table_events(self) -> None:
+        self.api.add_pod(self.ns, "p")
+        self.api.add_pod(self.ns, "q")
+        named = self.watch(path=f"{self.pods}/q")
+        self.assertEqual(kinds(named.events(1)), [("ADDED", "q")])
+        table = self.open_stream(self.pods, "watch=1", headers={
+            "Accept": "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"})
+        first = table.events(2)
+        self.assertEqual([(e["type"], e["object"]["kind"], e["object"]["rows"][0]["cells"][0])
+                          for e in first], [("ADDED", "Table", "p"), ("ADDED", "Table", "q")])
+        self.api.modify_pod(self.ns, "q", annotations={"a": "1"})
+        self.assertEqual(kinds(named.events(1)), [("MODIFIED", "q")])
+        self.assertEqual(table.events(1)[0]["object"]["rows"][0]["cells"][0], "q")
+
+    def test_stop_ends_open_streams_promptly(self) -> None:
+        api = ApiServerDouble(ipv6=False).start()
+        try:
+            sock = connect_raw(api)
+            self.addCleanup(sock.close)
+            send_get(sock, api, PODS, "watch=1&allowWatchBookmarks=true", api.token)
+            reader = WatchReader(sock)
+            api.wait_for_watches()
+        finally:
+            api.stop()
+        self.assertEqual(api.exit_code, 0)  # no SIGTERM/SIGKILL was needed
+        try:
+            self.assertEqual([e["type"] for e in reader.rest()], [])
+        except (EOFError, ConnectionError, ssl.SSLError):
+            pass  # the connection closed before the last chunk: ended too
+
+
+class WatchFaultTest(WatchCase):
+    """The stream faults and request faults as a raw HTTPS client sees them."""
+
+    def test_watch_cut_sends_half_an_event_then_closes(self) -> None:
+        reader = self.watch()
+        fault = self.api.add_fault(action="watch_cut", path=f"^{self.pods}$")
+        self.api.add_pod(self.ns, "p")
+        data = reader.chunk()
+        self.assertTrue(data.startswith(b'{"type":"ADDED","object":{'))
+        self.assertFalse(data.endswith(b"\n"))
+        with self.assertRaises(ValueError):
+            json.loads(data)
+        with self.assertRaises((EOFError, ConnectionError, ssl.SSLError)):
+            reader.chunk()
+        self.assertFalse(reader.ended)
+        entry = self.api.requests(path=self.pods)[0]
+        self.assertEqual((entry["faults"], entry["stream"]["ended"]), ([fault], "watch_cut"))
+        self.assertEqual(kinds(self.watch().events(1)), [("ADDED", "p")])  # consumed
+
+    def test_watch_cut_at_a_chosen_byte_after_skipped_events(self) -> None:
+        self.api.add_pod(self.ns, "a")
+        self.api.add_pod(self.ns, "b")
+        self.api.add_fault(action="watch_cut", path=f"^{self.pods}$", skip=1, truncate_at=10)
+        reader = self.watch()
+        self.assertEqual(kinds(reader.events(1)), [("ADDED", "a")])
+        self.assertEqual(reader.chunk(), b'{"type":"A')
+        with self.assertRaises((EOFError, ConnectionError, ssl.SSLError)):
+            reader.chunk()
+
+    def test_watch_garbage_then_carry_on_or_close(self) -> None:
+        reader = self.watch()
+        self.api.add_fault(action="watch_garbage", path=f"^{self.pods}$")
+        self.api.add_pod(self.ns, "p")
+        self.assertEqual(reader.chunk(), b"this is not JSON\n")
+        self.assertEqual(kinds(reader.events(1)), [("ADDED", "p")])
+        self.api.add_fault(action="watch_garbage", path=f"^{self.pods}$", body='{"kind":"Status"}',
+                           close=True)
+        self.api.add_pod(self.ns, "q")
+        self.assertEqual(reader.chunk(), b'{"kind":"Status"}\n')
+        self.assertIsNone(reader.chunk())  # a clean end: the terminating chunk
+
+    def test_watch_oversized_sends_one_huge_line(self) -> None:
+        reader = self.watch()
+        size = 5 * 1024 * 1024 + 3
+        self.api.add_fault(action="watch_oversized", path=f"^{self.pods}$", size=size)
+        self.api.add_pod(self.ns, "p", annotations={"k": "v"})
+        data = reader.chunk()
+        self.assertEqual((len(data), data.count(b"\n"), data[-1:]), (size, 1, b"\n"))
+        event = json.loads(data)
+        annotations = event["object"]["metadata"]["annotations"]
+        self.assertEqual((event["type"], annotations["k"]), ("ADDED", "v"))
+        self.assertIn("kdouble.invalid/padding", annotations)
+        self.api.add_pod(self.ns, "q")
+        self.assertLess(len(json.dumps(reader.events(1))), 4096)
+
+    def test_watch_end_now_and_for_the_next_stream(self) -> None:
+        reader = self.watch("allowWatchBookmarks=true")
+        self.api.wait_for_watches(path=self.pods)
+        self.api.add_fault(action="watch_end", path=f"^{self.pods}$")
+        [final] = reader.rest()
+        self.assert_bookmark(final, self.current_rv())
+        self.api.add_fault(action="watch_end", path=f"^{self.pods}$")
+        self.assertEqual(self.watch().rest(), [])
+        self.assertEqual(self.api.faults()[-1]["hits"], 1)
+
+    def test_watch_error_sends_an_error_event_and_ends(self) -> None:
+        reader = self.watch()
+        self.api.add_fault(action="watch_error", path=f"^{self.pods}$", status=410)
+        self.assertEqual(reader.rest(), [{"type": "ERROR", "object": {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "The resourceVersion for the provided watch is too old.",
+            "reason": "Expired", "code": 410}}])
+        self.api.add_fault(action="watch_error", path=f"^{self.pods}$", status=500)
+        [error] = self.watch().rest()
+        self.assertEqual((error["type"], error["object"]["reason"]), ("ERROR", "InternalError"))
+
+    def test_status_faults_target_watch_or_list_requests(self) -> None:
+        self.api.add_fault(path="/pods$", watch=True, status=410)
+        self.assertEqual(self.call("GET", self.pods).status, 200)
+        gone = self.open_stream(self.pods, "watch=1")
+        self.assertEqual((gone.status, gone.json["reason"], gone.json["message"]),
+                         (410, "Expired", "The resourceVersion for the provided watch is too old."))
+        self.api.add_fault(path="/pods$", watch=False, status=429, retry_after=2)
+        self.assertEqual(self.watch().status, 200)
+        busy = self.call("GET", self.pods)
+        self.assertEqual((busy.status, busy.headers["retry-after"]), (429, "2"))
+        self.api.add_fault(path="/pods$", watch=False, status=410)
+        expired = self.call("GET", self.pods + "?limit=1&continue=abc")
+        self.assertEqual((expired.status, expired.json["reason"]), (410, "Expired"))
+        self.assertTrue(expired.json["message"].startswith(
+            "The provided continue parameter is too old"))
+        broken = self.api.add_fault(path="/pods$", watch=True, status=500, count=None)
+        for _ in range(2):
+            self.assertEqual(self.open_stream(self.pods, "watch=true").status, 500)
+        self.api.remove_fault(broken)
+        self.assertEqual(self.watch().status, 200)
+
+    def test_query_filter_drop_and_refused_combinations(self) -> None:
+        self.api.add_fault(query="spec.nodeName=n9$", status=503, count=None)
+        n9 = "fieldSelector=spec.nodeName%3Dn9"
+        self.assertEqual(self.open_stream(self.pods, f"watch=1&{n9}").status, 503)
+        self.assertEqual(self.call("GET", f"{self.pods}?{n9}").status, 503)
+        self.watch("fieldSelector=spec.nodeName%3Dn8")
+        self.api.clear_faults()
+        self.api.add_fault(action="drop", watch=True)
+        with self.assertRaises((EOFError, ConnectionError, ssl.SSLError)):
+            self.open_stream(self.pods, "watch=1")
+        for action, watch in (("reset", True), ("truncate", True), ("wrong_type", True),
+                              ("watch_cut", False)):
+            with self.assertRaises(AdminError, msg=action):
+                self.api.add_fault(action=action, watch=watch)
+
+
+class WatchRbacTest(WatchCase):
+    """manifold's ClusterRole: list and watch of pods, nothing more."""
+
+    def test_manifold_may_list_and_watch_pods_but_not_delete_them(self) -> None:
+        self.api.set_rbac("manifold")
+        self.api.add_pod(self.ns, "p", node_name=f"{self.ns}-node")
+        mine = urlencode({"fieldSelector": f"spec.nodeName={self.ns}-node"})
+        self.assertEqual(self.call("GET", f"{PODS}?{mine}").status, 200)
+        self.assertEqual(self.call("GET", self.pods).status, 200)
+        self.assertEqual(kinds(self.watch(mine, path=PODS).events(1)), [("ADDED", "p")])
+        forbidden = {
+            ("DELETE", f"{self.pods}/p"): 'pods "p" is forbidden: User "{u}" cannot delete '
+                                          'resource "pods" in API group "" in the namespace "{n}"',
+            ("POST", self.pods): 'pods is forbidden: User "{u}" cannot create resource "pods" in '
+                                 'API group "" in the namespace "{n}"',
+            ("GET", f"{self.pods}/p/status?watch=1"):
+                'pods "p" is forbidden: User "{u}" cannot watch resource "pods/status" in API '
+                'group "" in the namespace "{n}"',
+            ("GET", f"/apis/k8s.cni.cncf.io/v1/namespaces/{self.ns}/"
+                    f"network-attachment-definitions?watch=1"):
+                'network-attachment-definitions.k8s.cni.cncf.io is forbidden: User "{u}" cannot '
+                'watch resource "network-attachment-definitions" in API group "k8s.cni.cncf.io" '
+                'in the namespace "{n}"',
+            ("GET", "/api/v1/namespaces/default/events"): 'events is forbidden: User "{u}" cannot '
+                                                           'list resource "events" in API group "" '
+                                                           'in the namespace "default"',
+        }
+        for (method, path), message in forbidden.items():
+            reply = self.call(method, path, body={} if method == "POST" else None)
+            self.assertEqual((reply.status, reply.json["message"]),
+                             (403, message.format(u=USER, n=self.ns)), f"{method} {path}")
+        self.assertEqual(self.api.get_pod(self.ns, "p")["metadata"]["name"], "p")
+
+    def test_the_double_enforces_the_shipped_cluster_role(self) -> None:
+        from kdouble.access import MANIFOLD_RBAC
+        text = read_text(RBAC_YAML)
+        role = text.split("kind: ClusterRole\n", 1)[1].split("\n---", 1)[0]
+        rules, rule = [], {}
+        for line in role.split("rules:", 1)[1].splitlines():
+            if match := re.match(r"^\s*(-\s+)?(apiGroups|resources|verbs):\s*(\[.*\])\s*$", line):
+                if match.group(1):
+                    rule = {}
+                    rules.append(rule)
+                rule[match.group(2)] = json.loads(match.group(3))
+
+        def triples(role_rules: list[dict]) -> set:
+            return {(g, r, v) for x in role_rules for g in x["apiGroups"]
+                    for r in x["resources"] for v in x["verbs"]}
+        self.assertEqual(triples(rules), triples(MANIFOLD_RBAC))
+        self.assertIn(("", "pods", "watch"), triples(rules))
+        self.assertNotIn(("", "pods/status", "watch"), triples(rules))
+        self.assertFalse({v for _, _, v in triples(rules)} & {"patch", "delete", "*"})
+
+
 class KubectlTest(DoubleTestCase):
     """The machine's real kubectl against the double, with the admin kubeconfig it wrote."""
 
@@ -813,6 +1431,59 @@ class KubectlTest(DoubleTestCase):
         nads = self.kubectl("get", "net-attach-def", "-n", "default").splitlines()
         self.assertEqual([line.split()[0] for line in nads], ["NAME", "data"])
 
+    def test_annotate_overwrite_is_a_modified_event_for_a_watcher(self) -> None:
+        before = self.api.get_pod("default", "web")
+        reader = self.open_stream(PODS, urlencode({   # manifold's identity, under its RBAC
+            "watch": "1", "resourceVersion": before["metadata"]["resourceVersion"],
+            "fieldSelector": "metadata.namespace=default,metadata.name=web"}))
+        self.assertEqual(reader.status, 200)
+        self.kubectl("annotate", "pod", "web", "-n", "default", "--overwrite",
+                     "k8s.v1.cni.cncf.io/networks=data")
+        [event] = reader.events(1)
+        self.assertEqual(event["type"], "MODIFIED")
+        self.assertEqual(event["object"]["metadata"]["annotations"],
+                         {"existing": "yes", "k8s.v1.cni.cncf.io/networks": "data"})
+        self.assertGreater(rv(event["object"]), rv(before))
+        self.assertEqual(event["object"], self.api.get_pod("default", "web"))
+
+    def test_get_pods_across_namespaces_and_watch_them(self) -> None:
+        self.api.add_pod("kube-system", "dns", node_name="node2")
+        wide = self.kubectl("get", "pods", "-A", "-o", "wide",
+                            "--field-selector", "spec.nodeName=node2").splitlines()
+        self.assertEqual(wide[0].split(), ["NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS",
+                                           "AGE", "IP", "NODE"])
+        self.assertEqual([line.split()[:2] for line in wide[1:]], [["kube-system", "dns"]])
+        with tempfile.TemporaryFile() as errors:
+            proc = subprocess.Popen([shutil.which("kubectl") or "kubectl", "--kubeconfig",
+                                     self.api.admin_kubeconfig, "--cache-dir", self.cache_dir,
+                                     "get", "pods", "-n", "default", "-w",
+                                     "--output-watch-events"],
+                                    stdout=subprocess.PIPE, stderr=errors)
+            self.addCleanup(proc.wait, GUARD)
+            self.addCleanup(proc.terminate)
+            self.addCleanup(proc.stdout.close)
+            [watch] = self.api.wait_for_watches(path="^/api/v1/namespaces/default/pods$")
+            self.assertIn("watch=true", watch["query"])
+            self.api.modify_pod("default", "web", annotations={"changed": "yes"})
+            lines = self.read_until(proc, lambda words: words[:2] == ["MODIFIED", "web"])
+        self.assertEqual(lines[0].split()[:2], ["EVENT", "NAME"])
+        self.assertEqual(lines[1].split()[:4], ["ADDED", "web", "0/1", "Pending"])
+
+    def read_until(self, proc: subprocess.Popen, done: Any) -> list[str]:
+        """kubectl's output lines once one of them (split into words) satisfies done."""
+        deadline = time.monotonic() + GUARD
+        output = b""
+        with selectors.DefaultSelector() as sel:
+            sel.register(proc.stdout, selectors.EVENT_READ)
+            while not any(done(line.split()) for line in output.decode().splitlines()):
+                remaining = deadline - time.monotonic()
+                self.assertGreater(remaining, 0, f"kubectl printed {output!r}")
+                if sel.select(remaining):
+                    chunk = os.read(proc.stdout.fileno(), 65536)
+                    self.assertTrue(chunk, f"kubectl exited after printing {output!r}")
+                    output += chunk
+        return output.decode().splitlines()
+
     def test_the_double_writes_both_kubeconfigs(self) -> None:
         admin = read_text(self.api.admin_kubeconfig)
         self.assertIn(f'token: "{self.api.admin_token}"', admin)
@@ -843,6 +1514,25 @@ class CtlTest(DoubleTestCase):
         self.assertEqual(self.ctl("requests", "--user", USER),
                          f"GET {NADS.replace('default', 'demo')}/data 200\n")
         self.assertEqual(self.ctl("requests", "--user", "nobody"), "")
+
+    def test_watch_commands(self) -> None:
+        fault_id = int(self.ctl("fault", "watch_end", "--path", "^/api/v1/namespaces/ctl/pods$",
+                                "--forever"))
+        [fault] = self.api.faults()
+        self.assertEqual((fault["id"], fault["action"], fault["count"], fault["watch"]),
+                         (fault_id, "watch_end", None, True))
+        status = int(self.ctl("fault", "status", "--status", "429", "--no-watch", "--count", "2",
+                              "--query", "labelSelector"))
+        self.assertEqual(self.api.faults()[-1]["id"], status)
+        self.assertEqual(self.ctl("watches"), "")
+        self.assertEqual(self.open_stream("/api/v1/namespaces/default/pods", "watch=1").status,
+                         200)
+        [watch] = self.api.wait_for_watches()
+        self.assertEqual(self.ctl("watches"),
+                         f"{watch['id']} {USER} /api/v1/namespaces/default/pods?watch=1\n")
+        self.assertEqual(self.ctl("compact"), self.api.watch_history()["floor"] + "\n")
+        self.ctl("clear-faults")
+        self.assertEqual(self.api.faults(), [])
 
 
 class LifecycleTest(unittest.TestCase):

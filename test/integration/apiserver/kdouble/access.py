@@ -5,8 +5,8 @@ TLS handshake; the user is the certificate's CN), then the bearer token (a mutab
 table, so tests can rotate tokens; plus a fixed admin token for an operator's kubectl). Anything
 else is 401. Authorization then applies, in order: deny rules added by tests (to provoke a 403 on
 one verb/resource), and, when enabled, an RBAC allow-list in ClusterRole form (`MANIFOLD_RBAC` is
-the role manifold ships: no `patch` anywhere). The admin user is allowed everything, like a member
-of `system:masters`, whose requests no authorizer sees.
+the role manifold ships in conf/rbac.yaml: no `patch` anywhere). The admin user is allowed
+everything, like a member of `system:masters`, whose requests no authorizer sees.
 `RequestInfo` mirrors the apiserver's request-info resolver: it turns a URL and method into
 verb/group/resource/namespace/name/subresource.
 """
@@ -22,12 +22,14 @@ from urllib.parse import parse_qs
 from . import k8s_status as st
 from .certs import DEFAULT_CLIENT_CN
 
-# The ClusterRole manifold needs (same as Multus's minus the verbs it never uses).
+# The ClusterRole manifold ships in conf/rbac.yaml (a subset of Multus's): list and watch of pods
+# are for the node agent, which watches its own node's pods (fieldSelector=spec.nodeName=<node>).
 MANIFOLD_RBAC = [
     {"apiGroups": [""], "resources": ["pods", "pods/status"], "verbs": ["get", "update"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]},
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
     {"apiGroups": ["k8s.cni.cncf.io"], "resources": ["network-attachment-definitions"],
      "verbs": ["get", "list"]},
-    {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create"]},
 ]
 
 # The operator identity of the admin token (the user kubeadm's admin.conf certificate names).
@@ -87,7 +89,7 @@ def resolve_request(method: str, path: str, query: str) -> RequestInfo:
         return info
     watch = parse_qs(query).get("watch", [""])[-1] in ("1", "true")
     if method in ("GET", "HEAD"):
-        info.verb = "get" if info.name else ("watch" if watch else "list")
+        info.verb = "watch" if watch else ("get" if info.name else "list")
     else:
         info.verb = {"POST": "create", "PUT": "update", "PATCH": "patch",
                      "DELETE": "delete" if info.name else "deletecollection"}.get(

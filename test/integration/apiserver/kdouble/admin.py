@@ -223,7 +223,55 @@ class AdminHandler(http.server.BaseHTTPRequestHandler):
     @_route("PUT", "/admin/options")
     def set_options(self, core, body):  # noqa: ANN001,ANN201
         for key, value in body.items():
-            if key != "strict_resource_version" or not isinstance(value, bool):
+            if key not in _OPTION_CHECKS or value is None or not _OPTION_CHECKS[key](value):
                 raise AdminError(400, f"unknown option or bad value: {key}={value!r}")
-            core.store.strict_resource_version = value
-        return {"strict_resource_version": core.store.strict_resource_version}
+        for key, value in body.items():
+            _set_option(core, key, value)
+        return _options(core)
+
+    @_route("GET", "/admin/options")
+    def get_options(self, core, body):  # noqa: ANN001,ANN201
+        return _options(core)
+
+    @_route("POST", "/admin/compact")
+    def compact(self, core, body):  # noqa: ANN001,ANN201
+        return {"resourceVersion": core.store.compact()}
+
+    @_route("GET", "/admin/watch-history")
+    def watch_history(self, core, body):  # noqa: ANN001,ANN201
+        return core.store.history()
+
+    @_route("GET", "/admin/watches")
+    def watches(self, core, body):  # noqa: ANN001,ANN201
+        return {"watches": core.store.watches()}
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+_OPTION_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "strict_resource_version": lambda v: isinstance(v, bool),
+    "bookmark_interval": lambda v: _number(v) and v > 0,
+    "watch_timeout": lambda v: _number(v) and v >= 0,
+    "watch_history": lambda v: _number(v) and int(v) == v and v >= 0,
+}
+
+
+def _set_option(core: Any, key: str, value: Any) -> None:
+    if key == "strict_resource_version":
+        core.store.strict_resource_version = value
+    elif key == "bookmark_interval":
+        core.watch_settings.bookmark_interval = float(value)
+        core.store.wake_watchers()
+    elif key == "watch_timeout":
+        core.watch_settings.default_timeout = float(value)
+    else:
+        core.store.set_history_limit(int(value))
+
+
+def _options(core: Any) -> dict:
+    return {"strict_resource_version": core.store.strict_resource_version,
+            "bookmark_interval": core.watch_settings.bookmark_interval,
+            "watch_timeout": core.watch_settings.default_timeout,
+            "watch_history": core.store.history_limit()}

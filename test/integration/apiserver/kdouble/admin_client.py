@@ -1,9 +1,10 @@
 """AdminClient: the methods that drive an API server double process through its admin API.
 
 Each method is one plain-HTTP call to the admin listener (127.0.0.1, port `info["admin_port"]`)
-described in README.md: objects (pods, NADs), tokens, faults, the request and connection logs,
-events, deny rules, RBAC and options. `ApiServerDouble` inherits them; `info` and `token` are set
-once the process is ready.
+described in README.md: objects (pods, NADs), tokens, faults (including the watch stream faults),
+the request and connection logs, events, deny rules, RBAC, options, the watch history and the open
+watch streams. `ApiServerDouble` inherits them; `info` and `token` are set once the process is
+ready.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import http.client
 import json
 import re
+import time
 from typing import Any, Optional, Union
 
 STATUS_PUT_PATH = r"^/api/v1/namespaces/[^/]+/pods/[^/]+/status$"
@@ -155,8 +157,56 @@ class AdminClient:
         ClusterRole rules, or None to allow everything."""
         self._call("PUT", "/admin/rbac", {"rules": rules})
 
-    def set_options(self, strict_resource_version: bool) -> None:
-        """strict_resource_version=False accepts updates without resourceVersion, as the real
-        server does for pods (the default, True, answers them with 409)."""
-        self._call("PUT", "/admin/options",
-                   {"strict_resource_version": strict_resource_version})
+    def set_options(self, strict_resource_version: Optional[bool] = None,
+                    bookmark_interval: Optional[float] = None,
+                    watch_timeout: Optional[float] = None,
+                    watch_history: Optional[int] = None) -> dict:
+        """Changes the options given (None: unchanged) and returns all of them.
+        strict_resource_version=False accepts updates without resourceVersion, as the real
+        server does for pods (the default, True, answers them with 409); bookmark_interval:
+        seconds between BOOKMARKs on watches that allow them (default 60, live); watch_timeout:
+        seconds a watch without timeoutSeconds lasts (0: random 30-60 min, the default);
+        watch_history: pod events kept for watches from an older resourceVersion (1000)."""
+        given = {"strict_resource_version": strict_resource_version,
+                 "bookmark_interval": bookmark_interval, "watch_timeout": watch_timeout,
+                 "watch_history": watch_history}
+        return self._call("PUT", "/admin/options",
+                          {k: v for k, v in given.items() if v is not None})
+
+    def options(self) -> dict:
+        """Returns the options (see set_options)."""
+        return self._call("GET", "/admin/options")
+
+    def compact(self) -> str:
+        """Drops the whole pod watch history, as an etcd compaction at the current
+        resourceVersion: a watch from any older resourceVersion then gets the 410 Expired ERROR
+        event. Returns the current resourceVersion (a watch from it still works)."""
+        return self._call("POST", "/admin/compact")["resourceVersion"]
+
+    def watch_history(self) -> dict:
+        """The pod watch history: floor (oldest resourceVersion a watch may start from), limit,
+        and the kept events as {type, resourceVersion, object: "ns/name"}."""
+        return self._call("GET", "/admin/watch-history")
+
+    def watches(self) -> list[dict]:
+        """The open watch streams: id, seq (request log), path, query, user, namespace,
+        fieldSelector, labelSelector, allowWatchBookmarks, started, events_sent,
+        bookmarks_sent, queued."""
+        return self._call("GET", "/admin/watches")["watches"]
+
+    def wait_for_watches(self, count: int = 1, path: Optional[str] = None,
+                         query: Optional[str] = None, timeout: float = 30.0) -> list[dict]:
+        """Waits until at least `count` watch streams whose path and query match the regexes
+        (re.search) are open, and returns them; AdminError after `timeout` seconds (a guard:
+        the wait ends as soon as the streams are there)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = [w for w in self.watches()
+                     if (path is None or re.search(path, w["path"])) and
+                     (query is None or re.search(query, w["query"]))]
+            if len(found) >= count:
+                return found
+            if time.monotonic() > deadline:
+                raise AdminError(f"{len(found)} of {count} watch streams open after "
+                                 f"{timeout}s (path={path!r}, query={query!r})")
+            time.sleep(0.02)

@@ -7,7 +7,7 @@ authentication (401), authorization (403), content negotiation (406; JSON or a T
 route table (routes.py: 404/405 for anything not served, 415/400 for a body that cannot be decoded)
 or, for non-resource paths, version, health and discovery. Responses are compact JSON with Go's
 HTML escaping, a correct Content-Length and real `Status` bodies for errors; each is logged before
-it is written.
+it is written. A watch is logged when it starts and then streamed by watch_stream.py.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ from .negotiation import JSON, media_type, negotiate
 from .patch import PATCH_TYPES
 from .routes import Call
 from .tables import to_table
+from .watch import PodWatcher
+from .watch_stream import WatchStream
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
 DRAIN_LIMIT_BYTES = 64 * 1024 * 1024
@@ -59,16 +61,19 @@ def _cert_common_name(cert: Optional[dict]) -> Optional[str]:
 
 
 class Response:
-    """An HTTP response under construction."""
+    """An HTTP response under construction; `watch` makes it a watch stream (in `form`)."""
 
     def __init__(self, code: int, obj: Any = None, body: Optional[bytes] = None,
                  content_type: str = "application/json",
-                 headers: Optional[dict] = None) -> None:
+                 headers: Optional[dict] = None, watch: Optional[PodWatcher] = None,
+                 form: str = JSON) -> None:
         self.code = code
         self.obj = obj
         self.body = body if body is not None else (encode_json(obj) if obj is not None else b"")
         self.content_type = content_type
         self.headers = dict(headers or {})
+        self.watch = watch
+        self.form = form
 
 
 class BodyError(Exception):
@@ -170,10 +175,11 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         seq, index = self.core.journal.next_seq(self.conn_id)
         url = urlsplit(self.path)
         path, query = url.path or "/", url.query
+        info = resolve_request(self.command, path, query)
         auth_kind, user = self.core.access.authenticate(self.cert_user,
                                                         self.headers.get("Authorization"))
         entry: dict = {"seq": seq, "conn": self.conn_id, "conn_request": index,
-                       "method": self.command, "path": path, "query": query,
+                       "method": self.command, "path": path, "query": query, "verb": info.verb,
                        "headers": {k.lower(): v for k, v in self.headers.items()},
                        "auth": auth_kind, "user": user, "body": "", "status": None,
                        "outcome": "ok", "faults": [], "started": started, "duration_ms": None}
@@ -184,16 +190,16 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             self._finish(entry, started, err.response)
             return
         entry["body"] = body.decode("utf-8", errors="replace")
-        selection = self.core.faults.select(self.command, path)
+        selection = self.core.faults.select(self.command, path, query,
+                                            watch=info.verb == "watch")
         entry["faults"] = selection.applied
         if selection.delay_ms:
             self.core.stopping.wait(selection.delay_ms / 1000.0)
         fault = selection.terminal
-        info = resolve_request(self.command, path, query)
         if fault is not None and fault.action == "drop":
             entry["outcome"] = "dropped"
             self._finish(entry, started, None)
-            self._hard_close()
+            self.hard_close()
             return
         if fault is not None and fault.action in ("status", "raw"):
             entry["outcome"] = "fault"
@@ -208,6 +214,13 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         entry["duration_ms"] = round((time.time() - started) * 1000.0, 3)
         if response is not None:
             entry["status"] = response.code
+        if response is not None and response.watch is not None:
+            response.watch.seq = entry["seq"]
+            entry["stream"] = {"events": 0, "bookmarks": 0, "ended": None}
+            self.core.journal.record(entry)
+            WatchStream(self, response.watch, response.form, entry, encode_json,
+                        self.core.watch_settings).run()
+            return
         self.core.journal.record(entry)
         if response is None:
             return
@@ -218,7 +231,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             return
         if partial is not None:
-            self._hard_close()
+            self.hard_close()
 
     # ---- body, faults, writing -------------------------------------------------------------
 
@@ -286,7 +299,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                                info.subresource, info.group, info.namespace, info.name)
         else:
             obj = st.for_code(fault.status, info.resource, info.name, info.group,
-                              fault.retry_after)
+                              fault.retry_after, info.verb)
         return Response(fault.status, obj, headers=headers)
 
     def _mangle(self, response: Response, fault: Optional[Fault], entry: dict) -> Response:
@@ -323,7 +336,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(head + body)
         self.wfile.flush()
 
-    def _hard_close(self) -> None:
+    def hard_close(self) -> None:
         self.close_connection = True
         try:
             self.request.shutdown(socket.SHUT_RDWR)
@@ -340,7 +353,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         if denied is not None:
             return Response(403, denied)
         form = negotiate(self.headers.get("Accept"),
-                         table_ok=info.is_resource and info.verb in ("get", "list"))
+                         table_ok=info.is_resource and info.verb in ("get", "list", "watch"))
         if form is None:
             return Response(406, st.not_acceptable())
         if not info.is_resource:
@@ -351,12 +364,15 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         handler = route.verbs.get(info.verb)
         if handler is None:
             return Response(405, st.method_not_allowed())
-        call = Call(info, query, content_type=media_type(self.headers.get("Content-Type")))
+        call = Call(info, query, content_type=media_type(self.headers.get("Content-Type")),
+                    user=user)
         if info.verb in ("update", "create", "patch"):
             refusal = self._decode_body(call, body)
             if refusal is not None:
                 return refusal
         code, obj = handler(self.core.store, call)
+        if isinstance(obj, PodWatcher):
+            return Response(code, watch=obj, form=form)
         if form != JSON and code == 200:
             obj = to_table(obj, form, info.resource)
         return Response(code, obj)

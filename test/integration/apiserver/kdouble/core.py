@@ -4,7 +4,8 @@ It owns the PKI, the object store, access control, faults and the journal, liste
 127.0.0.1 (and on ::1 with the same port when the host has IPv6), and serves a plain-HTTP admin
 API on 127.0.0.1 that `apiserver_double.ApiServerDouble` drives from other processes. Tests in the
 same process can use the attributes `store`, `routes` (the served API, see routes.py), `access`,
-`faults` and `journal` directly. `stop()` closes the listeners and every open client connection.
+`faults`, `journal` and `watch_settings` directly. `stop()` closes the listeners, ends the watch
+streams and closes every open client connection.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .faults import FaultSet
 from .journal import Journal
 from .routes import default_routes
 from .store import Store
+from .watch import WatchSettings
 
 
 class _TcpServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
@@ -49,7 +51,8 @@ class ApiServer:
                  host: str = "127.0.0.1", ipv6: bool = True,
                  tokens: Optional[Iterable[str]] = None, client_cn: str = DEFAULT_CLIENT_CN,
                  key_type: str = "ec", idle_timeout: float = 120.0,
-                 handshake_timeout: float = 10.0, verbose: bool = False) -> None:
+                 handshake_timeout: float = 10.0, verbose: bool = False,
+                 watch_settings: Optional[WatchSettings] = None) -> None:
         self.directory = directory
         self.host = host
         self._requested_port = port
@@ -62,10 +65,11 @@ class ApiServer:
         self.verbose = verbose
         initial = list(tokens) if tokens else ["manifold-test-" + secrets.token_hex(16)]
         self.store = Store()
+        self.watch_settings = watch_settings or WatchSettings()
         self.routes = default_routes()
         self.access = AccessControl(initial, user=client_cn,
                                     admin_token="admin-" + secrets.token_hex(16))
-        self.faults = FaultSet()
+        self.faults = FaultSet(on_add=self.store.wake_watchers)
         self.journal = Journal()
         self.stopping = threading.Event()
         self.stop_requested = threading.Event()
@@ -125,9 +129,11 @@ class ApiServer:
         self.stop_requested.set()
 
     def stop(self) -> None:
-        """Stops listening, closes every client connection and joins the serving threads."""
+        """Stops listening, ends the watch streams, closes every client connection and joins
+        the serving threads."""
         self.stopping.set()
         self.stop_requested.set()
+        self.store.wake_watchers()
         for server in self._servers:
             if server in self._serving:
                 server.shutdown()

@@ -2,8 +2,10 @@
 
 Every HTTPS request is recorded (before its response is written, so a test that has read the
 response always finds the entry) with its connection id and its index on that connection, which is
-how tests assert keep-alive reuse. Every TCP connection is recorded too, including TLS handshakes
-that failed, so tests can assert that a client rejected the server (or was rejected).
+how tests assert keep-alive reuse. A watch is recorded when its stream starts; `update` later adds
+how the stream went (events and bookmarks sent, stream faults applied, how it ended). Every TCP
+connection is recorded too, including TLS handshakes that failed, so tests can assert that a
+client rejected the server (or was rejected).
 """
 
 from __future__ import annotations
@@ -67,6 +69,11 @@ class Journal:
         """Appends a finished request entry."""
         with self._lock:
             self._requests.append(entry)
+
+    def update(self, entry: dict, **fields: Any) -> None:
+        """Changes fields of an entry already recorded (a watch stream's progress)."""
+        with self._lock:
+            entry.update(fields)
 
     def requests(self) -> list[dict]:
         """Returns the request entries in arrival order."""

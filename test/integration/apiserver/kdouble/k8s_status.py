@@ -110,6 +110,21 @@ def too_many_requests(retry_after: Optional[int]) -> dict:
     return status(429, "TooManyRequests", "Too many requests, please try again later.", det)
 
 
+WATCH_EXPIRED = "The resourceVersion for the provided watch is too old."
+LIST_EXPIRED = ("The provided continue parameter is too old to display a consistent list result. "
+                "You can start a new list without the continue parameter, or use the continue "
+                "token in this response to retrieve the remainder of the results. Continuing with "
+                "the provided token results in an inconsistent list - objects that were created, "
+                "modified, or deleted between the time the first chunk was returned and now may "
+                "show up in the list.")
+
+
+def expired(message: str) -> dict:
+    """410 Expired: a resourceVersion or continue token the server no longer has (no details,
+    like errors.NewResourceExpired)."""
+    return status(410, "Expired", message)
+
+
 def internal_error(cause: str) -> dict:
     """500 wrapping an internal cause, e.g. an etcd failure."""
     return status(500, "InternalError", f"Internal error occurred: {cause}",
@@ -160,8 +175,9 @@ def entity_too_large(limit: int) -> dict:
 
 
 def for_code(code: int, resource: str = "", name: str = "", group: str = "",
-             retry_after: Optional[int] = None) -> dict:
-    """Returns the Status the real server would send for an injected failure code."""
+             retry_after: Optional[int] = None, verb: str = "") -> dict:
+    """Returns the Status the real server would send for an injected failure code (a 410 is
+    worded for a watch, etcd's compaction, or for a list, an expired continue token)."""
     if code == 401:
         return unauthorized()
     if code == 404:
@@ -170,6 +186,8 @@ def for_code(code: int, resource: str = "", name: str = "", group: str = "",
         return method_not_allowed()
     if code == 409:
         return conflict_modified(resource or "pods", name or "unknown", group)
+    if code == 410:
+        return expired(WATCH_EXPIRED if verb == "watch" else LIST_EXPIRED)
     if code == 429:
         return too_many_requests(retry_after)
     if code == 500:

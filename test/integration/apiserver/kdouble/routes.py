@@ -4,8 +4,9 @@ A route is keyed by what the request-info resolver computes: group, version, res
 subresource and whether the path names one object (`…/pods/web`) or the collection (`…/pods`). The
 API handler looks a request up here (no route: 404; a route without the verb: 405), and the
 discovery documents (`/api/v1`, `/apis/<group>/<version>`) are generated from the same table, so a
-verb added here (for example `watch` on the pod collection) is served and advertised at once. A
-handler gets the store and the request's `Call` and returns (HTTP status, JSON object).
+verb added here is served and advertised at once. A collection route may also be served across
+namespaces (`/api/v1/pods`). A handler gets the store and the request's `Call` and returns (HTTP
+status, JSON object); a `watch` handler returns (200, PodWatcher), which the API handler streams.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from typing import Any, Callable, Optional
 
 from . import k8s_status as st
 from .access import RequestInfo
+from .list_options import FieldTerm, ListOptions, OptionError, parse_list_options
 from .store import EVENTS_GROUP, NAD_GROUP, NAD_RESOURCE, Result, Store
+from .watch import PodWatcher
 
 
 @dataclass(frozen=True)
@@ -42,9 +45,10 @@ class Call:
     query: str = ""
     body: Any = None
     content_type: str = ""
+    user: Optional[str] = None
 
 
-Handler = Callable[[Store, Call], Result]
+Handler = Callable[[Store, Call], tuple[int, Any]]
 
 
 @dataclass
@@ -54,6 +58,7 @@ class Route:
     subresource: str
     named: bool
     verbs: dict[str, Handler] = field(default_factory=dict)
+    all_namespaces: bool = False
 
 
 class RouteTable:
@@ -63,19 +68,24 @@ class RouteTable:
         self._routes: dict[tuple, Route] = {}
 
     def add(self, resource: Resource, verbs: dict[str, Handler], *, named: bool,
-            subresource: str = "") -> None:
+            subresource: str = "", all_namespaces: bool = False) -> None:
         """Serves `verbs` on a resource's object (named) or collection path; adding verbs to an
-        existing path extends it."""
+        existing path extends it. `all_namespaces` also serves a collection path without
+        `/namespaces/{ns}` (the handler then sees an empty namespace)."""
         key = (resource.group, resource.version, resource.plural, subresource, named)
         route = self._routes.setdefault(key, Route(resource, subresource, named))
         route.verbs.update(verbs)
+        route.all_namespaces = route.all_namespaces or (all_namespaces and not named)
 
     def find(self, info: RequestInfo) -> Optional[Route]:
-        """The route a namespaced resource request addresses, or None (404)."""
-        if info.extra_parts or not info.namespace:
+        """The route a resource request addresses, or None (404)."""
+        if info.extra_parts:
             return None
-        return self._routes.get((info.group, info.version, info.resource, info.subresource,
-                                 bool(info.name)))
+        route = self._routes.get((info.group, info.version, info.resource, info.subresource,
+                                  bool(info.name)))
+        if route is not None and not info.namespace and not route.all_namespaces:
+            return None
+        return route
 
     def group_versions(self) -> list[tuple[str, str]]:
         """Every (group, version) with at least one route, sorted."""
@@ -116,8 +126,27 @@ def _patch_pod(store: Store, call: Call) -> Result:
                            info.subresource)
 
 
+def _options(call: Call, watch: bool) -> ListOptions:
+    return parse_list_options(call.query, call.info.namespace, watch)
+
+
 def _list_pods(store: Store, call: Call) -> Result:
-    return store.list_pods(call.info.namespace)
+    try:
+        return store.list_pods(_options(call, watch=False))
+    except OptionError as err:
+        return err.code, err.status
+
+
+def _watch_pods(store: Store, call: Call) -> tuple[int, Any]:
+    try:
+        opts = _options(call, watch=True)
+    except OptionError as err:
+        return err.code, err.status
+    if call.info.name:
+        # A watch of one pod (…/pods/{name}?watch=1) is a collection watch on metadata.name.
+        opts.fields += (FieldTerm("metadata.name", call.info.name, True),)
+    return 200, store.open_watch(PodWatcher(opts, path=call.info.path, query=call.query,
+                                            user=call.user))
 
 
 def _create_event(store: Store, call: Call) -> Result:
@@ -136,9 +165,9 @@ def default_routes() -> RouteTable:
     """The routes of the double: pods (+status), events (both APIs), NADs."""
     table = RouteTable()
     pod_verbs = {"get": _get_pod, "update": _update_pod, "patch": _patch_pod}
-    table.add(PODS, pod_verbs, named=True)
+    table.add(PODS, dict(pod_verbs, watch=_watch_pods), named=True)
     table.add(PODS, pod_verbs, named=True, subresource="status")
-    table.add(PODS, {"list": _list_pods}, named=False)
+    table.add(PODS, {"list": _list_pods, "watch": _watch_pods}, named=False, all_namespaces=True)
     table.add(CORE_EVENTS, {"create": _create_event}, named=False)
     table.add(EVENTS, {"create": _create_event}, named=False)
     table.add(NADS, {"list": _list_nads}, named=False)

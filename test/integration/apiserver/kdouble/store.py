@@ -8,6 +8,11 @@ validation (422, including the 256 KiB total size limit). A pods/status update s
 annotations, labels and status and keeps the spec, as podStatusStrategy does; a PATCH is applied to
 the stored pod and then checked and stored like an update. Every method returns deep copies, so
 callers can never mutate stored state by accident.
+
+Every pod change, whoever makes it (admin calls, PUT/PATCH through the API), goes through
+`_commit_pod`, which records the watch event (watch.py) under the same lock, so LIST and WATCH
+(`list_pods`, `open_watch`) see one consistent sequence of resourceVersions. The lock is an RLock
+inside a Condition that wakes the watch streams.
 """
 
 from __future__ import annotations
@@ -21,8 +26,11 @@ import uuid
 from typing import Any, Optional
 
 from . import k8s_status as st
+from .list_options import ListOptions
 from .patch import PatchError, apply_patch
 from .validation import DecodeError, check_object, validate_annotations
+from .watch import (ADDED, DELETED, MODIFIED, PodEvent, PodWatcher, WatchRegistry,
+                    with_resource_version)
 
 NAD_GROUP = "k8s.cni.cncf.io"
 NAD_RESOURCE = "network-attachment-definitions"
@@ -30,6 +38,14 @@ EVENTS_GROUP = "events.k8s.io"
 _RV_RE = re.compile(r"^[0-9]+$")
 
 Result = tuple[int, dict]
+
+
+def _list_item(pod: dict) -> dict:
+    item = copy.deepcopy(pod)
+    if isinstance(item, dict):
+        item.pop("kind", None)
+        item.pop("apiVersion", None)
+    return item
 
 
 def now_rfc3339() -> str:
@@ -42,7 +58,9 @@ class Store:
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
         self._rv = 1000
+        self._watch = WatchRegistry(self._cond, self._rv)
         self._pods: dict[tuple[str, str], dict] = {}
         self._nads: dict[tuple[str, str], dict] = {}
         self._events: dict[tuple[str, str, str], dict] = {}
@@ -60,6 +78,23 @@ class Store:
 
     # ---- pods ------------------------------------------------------------------------------
 
+    def _commit_pod(self, key: tuple[str, str], pod: Optional[dict],
+                    prev: Optional[dict]) -> None:
+        """The one place pods change: stores `pod` (None: removes the pod) and records the watch
+        event. The caller holds the lock, has already given `pod` its new resourceVersion (the
+        latest handed out) and passes `prev`, a copy of the state before (None: a new pod)."""
+        if pod is None:
+            if prev is None:
+                return
+            self._pods.pop(key, None)
+            rv = int(self._next_rv())
+            event = PodEvent(rv, DELETED, key[0], with_resource_version(prev, rv), prev)
+        else:
+            self._pods[key] = pod
+            event = PodEvent(self._rv, ADDED if prev is None else MODIFIED, key[0],
+                             copy.deepcopy(pod), prev)
+        self._watch.record(event)
+
     def put_pod(self, ns: str, name: str, uid: Optional[str] = None,
                 annotations: Optional[dict] = None, labels: Optional[dict] = None,
                 spec: Optional[dict] = None, status: Optional[dict] = None,
@@ -68,8 +103,9 @@ class Store:
         with self._lock:
             if raw is not None:
                 pod = copy.deepcopy(raw)
+                rv = self._next_rv()
                 if isinstance(pod.get("metadata"), dict):
-                    pod["metadata"]["resourceVersion"] = self._next_rv()
+                    pod["metadata"]["resourceVersion"] = rv
             else:
                 meta: dict = {"name": name, "namespace": ns, "uid": uid or str(uuid.uuid4()),
                               "resourceVersion": self._next_rv(),
@@ -84,7 +120,7 @@ class Store:
                            "nodeName": node_name},
                        "status": copy.deepcopy(status) if status is not None else {
                            "phase": "Pending"}}
-            self._pods[(ns, name)] = pod
+            self._commit_pod((ns, name), pod, copy.deepcopy(self._pods.get((ns, name))))
             return copy.deepcopy(pod)
 
     def get_pod(self, ns: str, name: str) -> Optional[dict]:
@@ -96,7 +132,9 @@ class Store:
     def delete_pod(self, ns: str, name: str) -> bool:
         """Removes a pod; returns whether it existed."""
         with self._lock:
-            return self._pods.pop((ns, name), None) is not None
+            prev = self._pods.get((ns, name))
+            self._commit_pod((ns, name), None, copy.deepcopy(prev))
+            return prev is not None
 
     def modify_pod(self, ns: str, name: str, annotations: Optional[dict] = None,
                    labels: Optional[dict] = None, merge: bool = True) -> Optional[dict]:
@@ -105,6 +143,7 @@ class Store:
             pod = self._pods.get((ns, name))
             if pod is None:
                 return None
+            prev = copy.deepcopy(pod)
             meta = pod.setdefault("metadata", {})
             for key, value in (("annotations", annotations), ("labels", labels)):
                 if value is None:
@@ -116,6 +155,7 @@ class Store:
                 else:
                     meta.pop(key, None)
             meta["resourceVersion"] = self._next_rv()
+            self._commit_pod((ns, name), pod, prev)
             return copy.deepcopy(pod)
 
     def bump_pod(self, ns: str, name: str) -> bool:
@@ -124,15 +164,87 @@ class Store:
             pod = self._pods.get((ns, name))
             if pod is None or not isinstance(pod.get("metadata"), dict):
                 return False
+            prev = copy.deepcopy(pod)
             pod["metadata"]["resourceVersion"] = self._next_rv()
+            self._commit_pod((ns, name), pod, prev)
             return True
 
-    def list_pods(self, ns: str) -> Result:
-        """Returns a PodList of the namespace's pods, sorted by name."""
+    def list_pods(self, opts: ListOptions) -> Result:
+        """LIST of the pods matching opts (its namespace, or all with ""), sorted by namespace
+        and name; items carry no kind/apiVersion, as in the real server's lists."""
         with self._lock:
-            items = [copy.deepcopy(p) for (pns, _), p in sorted(self._pods.items()) if pns == ns]
+            items = [_list_item(p) for (ns, _), p in sorted(self._pods.items())
+                     if opts.matches(p, ns)]
             return 200, {"kind": "PodList", "apiVersion": "v1",
                          "metadata": {"resourceVersion": str(self._rv)}, "items": items}
+
+    # ---- watch -----------------------------------------------------------------------------
+
+    def open_watch(self, watcher: PodWatcher) -> PodWatcher:
+        """Registers a watch stream: queues its initial events (synthetic ADDED without a
+        resourceVersion, else the history after it) or sets `watcher.expired` (410)."""
+        with self._lock:
+            pods = [(ns, p) for (ns, _), p in sorted(self._pods.items())]
+            return self._watch.open(watcher, pods, self._rv)
+
+    def close_watch(self, watcher: PodWatcher) -> None:
+        """Unregisters a watch stream."""
+        with self._lock:
+            self._watch.close(watcher)
+
+    def next_watch_events(self, watcher: PodWatcher, generation: int,
+                          timeout: float) -> tuple[list, int]:
+        """Waits (at most `timeout`) until the watcher has events or something woke the streams
+        after `generation`; returns (the queued (rv, type, object) events, the resourceVersion
+        the watcher is caught up to once it has sent them: what a bookmark may then announce)."""
+        with self._cond:
+            if not watcher.queue and self._watch.generation == generation and timeout > 0:
+                self._cond.wait(timeout)
+            events = list(watcher.queue)
+            watcher.queue.clear()
+            return events, self._rv
+
+    def watch_generation(self) -> int:
+        """The wake-up counter; a stream waits only while it is unchanged."""
+        with self._lock:
+            return self._watch.generation
+
+    def wake_watchers(self) -> None:
+        """Wakes every watch stream (a fault was added, or the server stops)."""
+        with self._cond:
+            self._watch.wake()
+
+    def watches(self) -> list[dict]:
+        """The open watch streams."""
+        with self._lock:
+            return [w.describe() for _, w in sorted(self._watch.watchers.items())]
+
+    def compact(self) -> str:
+        """Drops the whole watch history: a watch from any resourceVersion before the current one
+        then gets 410 Expired. Returns the current resourceVersion."""
+        with self._lock:
+            self._watch.history.compact(self._rv)
+            return str(self._rv)
+
+    def set_history_limit(self, limit: int) -> None:
+        """How many pod events the history keeps."""
+        with self._lock:
+            self._watch.history.set_limit(limit)
+
+    def history_limit(self) -> int:
+        """How many pod events the history keeps."""
+        with self._lock:
+            return self._watch.history.limit
+
+    def history(self) -> dict:
+        """The history's floor, limit and kept events."""
+        with self._lock:
+            return self._watch.history.describe()
+
+    def expired_floor(self) -> int:
+        """The oldest resourceVersion a watch may start from."""
+        with self._lock:
+            return self._watch.history.floor
 
     def update_pod(self, ns: str, name: str, body: Any, subresource: str) -> Result:
         """Applies PUT pods/{name} or pods/{name}/status with the real server's checks."""
@@ -169,6 +281,7 @@ class Store:
                 return 409, st.conflict_modified("pods", name)
             if invalid is not None:
                 return 422, invalid
+            prev = copy.deepcopy(stored)
             for key in ("labels", "annotations"):
                 if meta.get(key):
                     smeta[key] = dict(meta[key])
@@ -177,6 +290,7 @@ class Store:
             if subresource == "status":
                 stored["status"] = copy.deepcopy(body.get("status") or {})
             smeta["resourceVersion"] = self._next_rv()
+            self._commit_pod((ns, name), stored, prev)
             return 200, copy.deepcopy(stored)
 
     def patch_pod(self, ns: str, name: str, patch: Any, patch_type: str,
