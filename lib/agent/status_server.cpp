@@ -1,0 +1,274 @@
+// StatusServer implementation on Boost.Beast/Asio. One io_context, run by the server's own thread,
+// drives the acceptor and every connection asynchronously, so an idle or slow client costs a socket
+// and never a thread. A connection serves one request: it is read whole (header and body bounded)
+// under a deadline that covers the read and the answer's write (beast::tcp_stream's expiry closes
+// the socket when it passes), answered with "Connection: close", shut down for sending, and closed
+// once the client has closed its side too (or the deadline passed). At most
+// kMaxConnections are open at once; at the cap the acceptor stops accepting (the kernel's backlog
+// holds newcomers) until one finishes. stop() stops the event loop, joins the thread and destroys
+// the loop, whose pending handlers own the connections, so every socket is closed when it returns.
+#include "agent/status_server.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <charconv>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "cni/error.h"
+#include "util/log.h"
+
+namespace manifold::agent {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using Response = http::response<http::string_body>;
+
+constexpr std::size_t kMaxConnections = 16;
+constexpr std::size_t kHeaderLimit = 8 * 1024;
+constexpr std::size_t kBodyLimit = 8 * 1024;
+constexpr std::chrono::seconds kDeadline(5);  // for reading the request and writing the answer
+constexpr std::chrono::milliseconds kAcceptRetry(100);
+constexpr const char* kMetricsType = "text/plain; version=0.0.4; charset=utf-8";
+constexpr const char* kTextType = "text/plain; charset=utf-8";
+
+[[noreturn]] void bad_address(const std::string& address, const std::string& why) {
+  throw cni::CniError(cni::ErrorCode::InvalidConfig, "status server address \"" + address + "\" " + why);
+}
+
+bool is_loopback(const asio::ip::address& ip) {
+  if (ip.is_v6() && ip.to_v6().is_v4_mapped())
+    return asio::ip::make_address_v4(asio::ip::v4_mapped, ip.to_v6()).is_loopback();
+  return ip.is_loopback();
+}
+
+/// "a.b.c.d:port" or "[v6]:port" as an endpoint; throws CniError(InvalidConfig).
+tcp::endpoint parse_endpoint(const std::string& address, bool allow_non_loopback) {
+  std::string host, port_text;
+  bool bracketed = !address.empty() && address[0] == '[';
+  std::size_t colon = bracketed ? address.find("]:") + 1 : address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || (bracketed && colon == 1))
+    bad_address(address, "is not of the form ip:port or [ipv6]:port");
+  host = bracketed ? address.substr(1, colon - 2) : address.substr(0, colon);
+  port_text = address.substr(colon + 1);
+  unsigned port = 0;
+  auto [end, err] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (port_text.empty() || err != std::errc() || end != port_text.data() + port_text.size() || port > 65535)
+    bad_address(address, "has no valid port number");
+  beast::error_code ec;
+  asio::ip::address ip = asio::ip::make_address(host, ec);
+  if (ec || ip.is_v6() != bracketed)
+    bad_address(address, bracketed || host.find(':') == std::string::npos ? "does not start with an IP address"
+                                                                          : "has an IPv6 address without brackets");
+  if (!allow_non_loopback && !is_loopback(ip)) bad_address(address, "is not a loopback address");
+  return {ip, static_cast<std::uint16_t>(port)};
+}
+
+Response make_response(http::status status, std::string body, const char* type, bool head) {
+  Response res{status, 11};
+  res.set(http::field::content_type, type);
+  res.keep_alive(false);
+  res.content_length(body.size());
+  if (!head) res.body() = std::move(body);
+  return res;
+}
+
+/// The event loop and everything registered with it, destroyed together by stop().
+struct Loop {
+  asio::io_context ioc{1};
+  tcp::acceptor acceptor{ioc};
+  asio::steady_timer retry{ioc};
+};
+
+/// The server's state; StatusServer::Impl is this.
+struct Core {
+  const MetricsRegistry& metrics;
+  std::function<StatusServer::Health()> health;
+  std::unique_ptr<Loop> loop = std::make_unique<Loop>();
+  std::uint16_t port = 0;
+  std::size_t active = 0;  // open connections, touched on the server thread only
+  bool paused = false;     // not accepting because active reached the cap
+  std::thread thread;
+  std::mutex stop_mu;
+
+  Core(const MetricsRegistry& m, std::function<StatusServer::Health()> h) : metrics(m), health(std::move(h)) {}
+  void accept();
+  void finished();
+  void run();
+  Response answer(const http::request<http::string_body>& req);
+};
+
+/// One connection: read one request, write its answer, close.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, Core& server) : stream_(std::move(socket)), server_(server) {
+    parser_.header_limit(kHeaderLimit);
+    parser_.body_limit(kBodyLimit);
+  }
+
+  void start() {
+    stream_.expires_after(kDeadline);
+    http::async_read(stream_, buffer_, parser_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+  }
+
+ private:
+  void on_read(beast::error_code ec) {
+    if (!ec) return respond(server_.answer(parser_.get()));
+    bool protocol_error = ec.category() == http::make_error_code(http::error::bad_target).category() &&
+                          ec != http::error::end_of_stream && ec != http::error::partial_message;
+    if (!protocol_error) return done();  // timeout, reset, or the client went away
+    if (ec == http::error::body_limit)
+      return respond(make_response(http::status::payload_too_large, "request body too large\n", kTextType, false));
+    if (ec == http::error::header_limit)
+      return respond(
+          make_response(http::status::request_header_fields_too_large, "request header too large\n", kTextType, false));
+    respond(make_response(http::status::bad_request, "bad request: " + ec.message() + "\n", kTextType, false));
+  }
+
+  void respond(Response res) {
+    response_ = std::move(res);
+    http::async_write(stream_, response_, [self = shared_from_this()](beast::error_code, std::size_t) {
+      beast::error_code ignored;
+      self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+      self->drain();
+    });
+  }
+
+  // Reads whatever the client still sends until it closes (or the deadline passes), so that closing
+  // with unread data does not reset the connection and destroy the answer before the client read it.
+  void drain() {
+    stream_.async_read_some(asio::buffer(drain_buffer_),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                              if (ec) return self->done();
+                              self->drain();
+                            });
+  }
+
+  void done() {
+    if (done_) return;
+    done_ = true;
+    server_.finished();
+  }
+
+  beast::tcp_stream stream_;
+  Core& server_;
+  beast::flat_buffer buffer_{kHeaderLimit + kBodyLimit};
+  http::request_parser<http::string_body> parser_;
+  Response response_;
+  char drain_buffer_[512];
+  bool done_ = false;
+};
+
+void Core::accept() {
+  loop->acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted) return;
+    if (ec) {  // e.g. out of file descriptors: try again shortly rather than spin
+      util::log_warning("status server: cannot accept a connection: ", ec.message());
+      loop->retry.expires_after(kAcceptRetry);
+      loop->retry.async_wait([this](beast::error_code wait_ec) {
+        if (!wait_ec) accept();
+      });
+      return;
+    }
+    ++active;
+    std::make_shared<Session>(std::move(socket), *this)->start();
+    if (active < kMaxConnections) {
+      accept();
+    } else {
+      paused = true;
+    }
+  });
+}
+
+void Core::finished() {
+  --active;
+  if (paused) {
+    paused = false;
+    accept();
+  }
+}
+
+void Core::run() {
+  for (;;) {
+    try {
+      loop->ioc.run();
+      return;
+    } catch (const std::exception& e) {
+      util::log_error("status server: ", e.what());
+    }
+  }
+}
+
+Response Core::answer(const http::request<http::string_body>& req) {
+  std::string_view path = req.target();
+  path = path.substr(0, path.find('?'));
+  if (path != "/metrics" && path != "/healthz")
+    return make_response(http::status::not_found, "not found\n", kTextType, false);
+  bool head = req.method() == http::verb::head;
+  if (!head && req.method() != http::verb::get) {
+    Response res = make_response(http::status::method_not_allowed, "method not allowed\n", kTextType, false);
+    res.set(http::field::allow, "GET, HEAD");
+    return res;
+  }
+  if (path == "/metrics") {
+    try {
+      return make_response(http::status::ok, metrics.render(), kMetricsType, head);
+    } catch (const std::exception& e) {
+      return make_response(http::status::internal_server_error, std::string(e.what()) + "\n", kTextType, head);
+    }
+  }
+  StatusServer::Health h;
+  try {
+    if (health) h = health();
+  } catch (const std::exception& e) {
+    h = StatusServer::Health{false, std::string("health check failed: ") + e.what()};
+  }
+  if (h.ok) return make_response(http::status::ok, "ok\n", kTextType, head);
+  return make_response(http::status::service_unavailable, (h.reason.empty() ? "unhealthy" : h.reason) + "\n", kTextType,
+                       head);
+}
+
+}  // namespace
+
+struct StatusServer::Impl : Core {
+  using Core::Core;
+};
+
+StatusServer::StatusServer(const std::string& address, const MetricsRegistry& metrics, std::function<Health()> health,
+                           bool allow_non_loopback)
+    : impl_(std::make_unique<Impl>(metrics, std::move(health))) {
+  tcp::endpoint endpoint = parse_endpoint(address, allow_non_loopback);
+  tcp::acceptor& acceptor = impl_->loop->acceptor;
+  beast::error_code ec;
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);  // still refuses a port in use
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec)
+    throw cni::CniError(cni::ErrorCode::Internal, "status server: cannot listen on " + address + ": " + ec.message());
+  impl_->port = acceptor.local_endpoint().port();
+  impl_->accept();
+  impl_->thread = std::thread([impl = impl_.get()] { impl->run(); });
+}
+
+StatusServer::~StatusServer() { stop(); }
+
+std::uint16_t StatusServer::port() const { return impl_->port; }
+
+void StatusServer::stop() {
+  std::lock_guard lock(impl_->stop_mu);
+  if (!impl_->loop) return;
+  impl_->loop->ioc.stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+  impl_->loop.reset();  // closes the acceptor and, with the pending handlers, every connection
+}
+
+}  // namespace manifold::agent
