@@ -1,10 +1,12 @@
 // The real HttpTransport: HTTPS/1.1 to the Kubernetes API server over Boost.Beast, Boost.Asio and
 // OpenSSL. One keep-alive connection serves every request of the invocation (reconnecting once when
-// the server closed it while idle). The server certificate is verified against the kubeconfig's CA
+// the server closed it while idle); each streamed exchange (a watch) opens a connection of its own,
+// closed when the stream ends, and leaves the kept one alone. The server certificate is verified against the kubeconfig's CA
 // only — never the system trust store, which costs ~28 ms to load — with host name or IP address
 // verification and SNI for names; client-certificate authentication is supported. All TLS state is
-// built at the first send, so an invocation that never talks to Kubernetes never touches OpenSSL.
-// Resolution, connect, handshake, write and read are each bounded by the request's deadline.
+// built at the first send or stream, so an invocation that never talks to Kubernetes never touches
+// OpenSSL. Resolution, connect, handshake, write and read are each bounded by the request's deadline;
+// a stream's body reads by its idle bound, and its waits are interruptible through on_tick.
 #pragma once
 
 #include <chrono>
@@ -19,7 +21,8 @@
 
 namespace manifold::k8s {
 
-/// HTTPS transport to one API server. Not thread-safe; one instance per invocation.
+/// HTTPS transport to one API server. Not thread-safe, except that one stream() may run on another
+/// thread than the send() calls (they share only the TLS context); one instance per invocation.
 class BeastTransport final : public HttpTransport {
  public:
   /// Largest accepted response body (16 MiB); larger answers fail with TransportError(TooLarge).
@@ -40,9 +43,16 @@ class BeastTransport final : public HttpTransport {
   /// cannot be loaded, CniError(Internal) for a malformed request.
   HttpResponse send(const HttpRequest& request, std::chrono::milliseconds timeout) override;
 
-  /// True once the TLS context has been created (after the first send).
+  /// Streams one exchange on a new connection (HttpTransport::stream): the same TLS verification
+  /// and client certificate as send(); headers bounded by kMaxHeaderBytes, a non-2xx body by
+  /// kMaxBodyBytes; the connection is closed when this returns or throws. Also throws
+  /// CniError(InvalidConfig) and CniError(Internal) as send() does.
+  StreamResult stream(const HttpRequest& request, const StreamOptions& options,
+                      const std::function<bool(std::string_view)>& on_data) override;
+
+  /// True once the TLS context has been created (after the first send or stream).
   bool tls_initialized() const;
-  /// TCP connections opened so far.
+  /// TCP connections opened so far (by send() and by stream()).
   int connections_opened() const;
 
  private:

@@ -1,5 +1,6 @@
 // HTTP transport seam: response header lookup, TransportError classification, the API server URL
-// parser, and the scripted FakeHttpTransport used by unit tests.
+// parser, the refusal of transports that cannot stream, and the scripted FakeHttpTransport used by
+// unit tests.
 #include "k8s/http.h"
 
 #include <arpa/inet.h>
@@ -174,6 +175,12 @@ ServerUrl parse_server_url(std::string_view url) {
   return out;
 }
 
+StreamResult HttpTransport::stream(const HttpRequest& request, const StreamOptions&,
+                                   const std::function<bool(std::string_view)>&) {
+  throw cni::CniError(cni::ErrorCode::Internal,
+                      "this HTTP transport cannot stream (" + request.method + " " + request.target + ")");
+}
+
 void FakeHttpTransport::push_response(HttpResponse response) { script_.emplace_back(std::move(response)); }
 
 void FakeHttpTransport::push_response(int status, std::string body, HttpHeaders headers) {
@@ -186,17 +193,59 @@ void FakeHttpTransport::push_response(int status, std::string body, HttpHeaders 
 
 void FakeHttpTransport::push_error(TransportError error) { script_.emplace_back(std::move(error)); }
 
-HttpResponse FakeHttpTransport::send(const HttpRequest& request, std::chrono::milliseconds timeout) {
+void FakeHttpTransport::push_stream(int status, std::vector<std::string> pieces,
+                                    std::optional<TransportError> end_error, HttpHeaders headers) {
+  script_.emplace_back(ScriptedStream{status, std::move(pieces), std::move(end_error), std::move(headers)});
+}
+
+FakeHttpTransport::Answer FakeHttpTransport::next_answer(const HttpRequest& request,
+                                                         std::chrono::milliseconds timeout) {
   requests_.push_back(request);
   timeouts_.push_back(timeout);
   if (hook_) hook_(request);
   if (script_.empty())
     throw cni::CniError(cni::ErrorCode::Internal,
                         "FakeHttpTransport: no scripted answer for " + request.method + " " + request.target);
-  auto next = std::move(script_.front());
+  Answer next = std::move(script_.front());
   script_.pop_front();
   if (auto* error = std::get_if<TransportError>(&next)) throw *error;
+  return next;
+}
+
+HttpResponse FakeHttpTransport::send(const HttpRequest& request, std::chrono::milliseconds timeout) {
+  Answer next = next_answer(request, timeout);
+  if (std::holds_alternative<ScriptedStream>(next))
+    throw cni::CniError(cni::ErrorCode::Internal, "FakeHttpTransport: send() of " + request.method + " " +
+                                                      request.target + " met a scripted stream answer");
   return std::get<HttpResponse>(std::move(next));
+}
+
+StreamResult FakeHttpTransport::stream(const HttpRequest& request, const StreamOptions& options,
+                                       const std::function<bool(std::string_view)>& on_data) {
+  Answer next = next_answer(request, options.open_timeout);
+  ScriptedStream scripted;
+  if (auto* response = std::get_if<HttpResponse>(&next)) {
+    scripted.status = response->status;
+    scripted.headers = std::move(response->headers);
+    if (!response->body.empty()) scripted.pieces.push_back(std::move(response->body));
+  } else {
+    scripted = std::get<ScriptedStream>(std::move(next));
+  }
+  StreamResult result;
+  result.head.status = scripted.status;
+  result.head.headers = std::move(scripted.headers);
+  if (scripted.status < 200 || scripted.status > 299) {
+    for (const auto& piece : scripted.pieces) result.head.body += piece;
+  } else {
+    for (const auto& piece : scripted.pieces) {
+      if ((options.on_tick && !options.on_tick()) || !on_data(piece)) {
+        result.end = StreamEnd::Stopped;
+        return result;
+      }
+    }
+  }
+  if (scripted.end_error) throw *scripted.end_error;
+  return result;
 }
 
 }  // namespace manifold::k8s

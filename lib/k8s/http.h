@@ -1,14 +1,17 @@
 // The HTTP transport seam between the Kubernetes API client and the network. ApiClient speaks
 // HttpRequest/HttpResponse through the abstract HttpTransport; BeastTransport (beast_transport.h) is
 // the real HTTPS implementation and FakeHttpTransport below is the scripted one used by unit tests.
-// Also here: TransportError (the failure of one exchange) and the parser for the API server URL,
-// shared by the kubeconfig loader, the transport and the client.
+// Besides one request/one response, a transport streams: a watch answer is a body that does not end
+// on its own, handed to the caller piece by piece (stream(), StreamOptions, StreamResult). Also
+// here: TransportError (the failure of one exchange) and the parser for the API server URL, shared
+// by the kubeconfig loader, the transport and the client.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -83,16 +86,49 @@ struct ServerUrl {
 /// `https://host[:port][/path]` with a valid host; the message never repeats user info.
 ServerUrl parse_server_url(std::string_view url);
 
-/// The transport interface: one request in, one response out.
+/// Bounds and hooks of one streamed exchange (HttpTransport::stream).
+struct StreamOptions {
+  std::chrono::milliseconds open_timeout{10000};  ///< connect + TLS + request written + response header read
+  std::chrono::milliseconds idle_timeout{60000};  ///< longest silence allowed between two reads of body bytes
+  std::chrono::milliseconds tick{250};            ///< on_tick runs at least this often while waiting for bytes
+  /// Runs while waiting (and between body pieces); returning false ends the stream at once
+  /// (StreamEnd::Stopped). Unset = always true.
+  std::function<bool()> on_tick;
+};
+
+/// Why HttpTransport::stream returned.
+enum class StreamEnd {
+  Completed,  ///< the server ended the body (last chunk, or Content-Length reached, or close after a close-delimited body)
+  Stopped,  ///< on_data or on_tick returned false
+};
+
+/// The outcome of a streamed exchange.
+struct StreamResult {
+  /// Status and headers; for a status outside 200-299 also the whole body (bounded like send()),
+  /// on_data never called. Status 0 when stopped before the response header arrived.
+  HttpResponse head;
+  StreamEnd end = StreamEnd::Completed;  ///< why the stream ended
+};
+
+/// The transport interface: one request in, one response out; or one request in, a body streamed out.
 class HttpTransport {
  public:
   virtual ~HttpTransport() = default;
   /// Sends one request and returns the response, whatever its status. Throws TransportError
   /// (connect/TLS/timeout/reset) when no complete response was received within `timeout`.
   virtual HttpResponse send(const HttpRequest& request, std::chrono::milliseconds timeout) = 0;
+  /// Sends `request` on a connection of its own and hands every piece of a 2xx body to `on_data` as it
+  /// arrives (returning false stops). Throws TransportError: Timeout when opening exceeds
+  /// open_timeout or the body is silent for idle_timeout, Closed when the connection drops before the
+  /// body ended, TooLarge for an oversized header block or error body, and the same kinds send() throws
+  /// otherwise. The default implementation (for transports that cannot stream, such as test doubles
+  /// that only forward send()) throws CniError(Internal).
+  virtual StreamResult stream(const HttpRequest& request, const StreamOptions& options,
+                              const std::function<bool(std::string_view)>& on_data);
 };
 
-/// A scripted transport for tests: answers from a queue of responses and errors, records requests.
+/// A scripted transport for tests: answers from one queue of responses, errors and streamed answers
+/// (so a test can interleave send() and stream() in order), records requests.
 class FakeHttpTransport final : public HttpTransport {
  public:
   /// Queues a response.
@@ -101,19 +137,39 @@ class FakeHttpTransport final : public HttpTransport {
   void push_response(int status, std::string body, HttpHeaders headers = {});
   /// Queues a thrown TransportError.
   void push_error(TransportError error);
-  /// Called at the start of every send (before the scripted answer), e.g. to advance a fake clock.
+  /// Queues a streamed answer: `status`, then `pieces` handed one by one to on_data (on_tick runs once
+  /// before each piece), then `end_error` thrown if given (else StreamEnd::Completed). For a non-2xx
+  /// status the pieces are joined into head.body.
+  void push_stream(int status, std::vector<std::string> pieces, std::optional<TransportError> end_error = std::nullopt,
+                   HttpHeaders headers = {});
+  /// Called at the start of every send and stream (before the scripted answer), e.g. to advance a fake clock.
   void on_send(std::function<void(const HttpRequest&)> hook) { hook_ = std::move(hook); }
   /// Every request sent, in order.
   const std::vector<HttpRequest>& requests() const { return requests_; }
-  /// The timeout passed with every request, in order.
+  /// The timeout passed with every request, in order (a stream's open_timeout).
   const std::vector<std::chrono::milliseconds>& timeouts() const { return timeouts_; }
   /// Scripted answers not consumed yet.
   std::size_t pending() const { return script_.size(); }
-  /// Pops the next scripted answer; throws CniError(Internal) when the script is exhausted.
+  /// Pops the next scripted answer; throws CniError(Internal) when the script is exhausted or the
+  /// answer is a streamed one.
   HttpResponse send(const HttpRequest& request, std::chrono::milliseconds timeout) override;
+  /// Pops the next scripted answer and plays it: a streamed answer as push_stream() describes, a
+  /// response as a stream whose body is one piece, an error by throwing it. Throws CniError(Internal)
+  /// when the script is exhausted.
+  StreamResult stream(const HttpRequest& request, const StreamOptions& options,
+                      const std::function<bool(std::string_view)>& on_data) override;
 
  private:
-  std::deque<std::variant<HttpResponse, TransportError>> script_;
+  struct ScriptedStream {
+    int status = 0;
+    std::vector<std::string> pieces;
+    std::optional<TransportError> end_error;
+    HttpHeaders headers;
+  };
+  using Answer = std::variant<HttpResponse, TransportError, ScriptedStream>;
+  /// Records the request, runs the hook and pops the next answer.
+  Answer next_answer(const HttpRequest& request, std::chrono::milliseconds timeout);
+  std::deque<Answer> script_;
   std::vector<HttpRequest> requests_;
   std::vector<std::chrono::milliseconds> timeouts_;
   std::function<void(const HttpRequest&)> hook_;

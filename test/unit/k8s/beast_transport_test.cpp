@@ -1,17 +1,22 @@
 // Tests of the real HTTPS transport against a loopback TLS server started inside the test: keep-
 // alive reuse, reconnect after a server-side close, CA and host-name verification, client
-// certificates, timeouts, size limits, lazy TLS initialisation, and ApiClient end to end.
+// certificates, timeouts, size limits, lazy TLS initialisation, ApiClient end to end, and streamed
+// answers (watch bodies) scripted byte by byte, with the test deciding when the server speaks.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <map>
+#include <optional>
+#include <thread>
 
 #include "k8s/api_client.h"
 #include "k8s/beast_transport.h"
 #include "k8s/http_wire.h"
 #include "k8s/tls_test_server.h"
+#include "k8s/watch_stream.h"
 
 using namespace manifold;
 using namespace manifold::k8s;
@@ -327,4 +332,350 @@ TEST_CASE("ApiClient over BeastTransport sends the token and reads the object", 
   CHECK(requests[0].header("Accept") == "application/json");
   CHECK_THAT(requests[0].header("User-Agent"), Catch::StartsWith("manifold/"));
   CHECK(sleeper.waits().empty());
+}
+
+// ---- stream() ----
+
+namespace {
+
+using manifold::k8s::testing::chunk;
+using manifold::k8s::testing::StreamScript;
+
+const std::string kChunkedHead =
+    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+const std::string kLastChunk = "0\r\n\r\n";
+
+ServerOptions plain() { return ServerOptions{pki().server, {}, ServerMode::Respond, false}; }
+
+/// Generous bounds: a passing test never reaches them, they only bound a broken one.
+StreamOptions generous() {
+  StreamOptions options;
+  options.open_timeout = kGenerous;
+  options.idle_timeout = kGenerous;
+  return options;
+}
+
+/// Streams `target` into `received`; on_data returns `keep_going(piece count)`.
+StreamResult stream_to(
+    BeastTransport& transport, const std::string& target, const StreamOptions& options,
+    std::vector<std::string>& received,
+    const std::function<bool(std::size_t)>& keep_going = [](std::size_t) { return true; }) {
+  return transport.stream(get(target), options, [&](std::string_view piece) {
+    received.emplace_back(piece);
+    return keep_going(received.size());
+  });
+}
+
+std::string joined(const std::vector<std::string>& pieces) {
+  std::string out;
+  for (const auto& p : pieces) out += p;
+  return out;
+}
+
+/// The TransportError a stream() throws; `received` gets the pieces delivered before.
+TransportError stream_error(BeastTransport& transport, const std::string& target, const StreamOptions& options,
+                            std::vector<std::string>& received) {
+  try {
+    stream_to(transport, target, options, received);
+  } catch (const TransportError& e) {
+    return e;
+  }
+  FAIL("stream() did not throw");
+  return TransportError(TransportError::Kind::Protocol, "");
+}
+
+}  // namespace
+
+TEST_CASE("BeastTransport streams a chunked body piece by piece as the server sends it", "[k8s]") {
+  const std::string added = R"({"type":"ADDED","object":{"metadata":{"name":"a"}}})";
+  const std::string modified = R"({"type":"MODIFIED","object":{"metadata":{"name":"a"}}})";
+  const std::string deleted = R"({"type":"DELETED","object":{"metadata":{"name":"a"}}})";
+  StreamScript script;
+  script.head = kChunkedHead;
+  // A line split across chunks, then one chunk holding the end of a line and a whole other line.
+  script.writes = {chunk(added + "\n"), chunk(modified.substr(0, 20)),
+                   chunk(modified.substr(20) + "\n" + deleted + "\n"), kLastChunk};
+  script.gated = true;                   // each write waits until the client received the one before it
+  script.end = StreamScript::End::Hang;  // so the body ends by its last chunk, not by a close
+  TlsTestServer server(plain(), script);
+  BeastTransport transport(auth_for("127.0.0.1", server.port()));
+
+  WatchDecoder decoder;
+  std::vector<std::string> types;
+  server.release();
+  StreamResult result = transport.stream(get("/stream/api/v1/pods?watch=1"), generous(), [&](std::string_view piece) {
+    for (const auto& event : decoder.feed(piece)) types.push_back(event.type);
+    server.release();
+    return true;
+  });
+  CHECK(result.end == StreamEnd::Completed);
+  CHECK(result.head.status == 200);
+  CHECK(result.head.header("transfer-encoding") == "chunked");
+  CHECK(result.head.body.empty());
+  CHECK(types == std::vector<std::string>{"ADDED", "MODIFIED", "DELETED"});
+  CHECK(decoder.pending() == 0);
+  CHECK(server.stream_writes() == 4);
+  auto requests = server.requests();
+  REQUIRE(requests.size() == 1);
+  CHECK(requests[0].target == "/stream/api/v1/pods?watch=1");
+  CHECK(requests[0].header("Host") == "127.0.0.1:" + std::to_string(server.port()));
+}
+
+TEST_CASE("BeastTransport streams one-byte chunks and chunks with extensions", "[k8s]") {
+  const std::string line = R"({"type":"BOOKMARK","object":{}})"
+                           "\n";
+  StreamScript script;
+  script.head = kChunkedHead;
+  for (std::size_t i = 0; i < line.size(); ++i)
+    script.writes.push_back(chunk(line.substr(i, 1), i % 3 == 0 ? ";ext=\"v\"" : ""));
+  script.writes.push_back("0;done=1\r\nX-Trailer: t\r\n\r\n");
+  TlsTestServer server(plain(), script);
+  BeastTransport transport(auth_for("127.0.0.1", server.port()));
+  std::vector<std::string> received;
+  CHECK(stream_to(transport, "/stream", generous(), received).end == StreamEnd::Completed);
+  CHECK(joined(received) == line);
+}
+
+TEST_CASE("BeastTransport ends a stream by Content-Length or by a clean close", "[k8s]") {
+  StreamScript script;
+  SECTION("Content-Length") {
+    script.head = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\n";
+    script.writes = {"abc", "def"};
+    script.end = StreamScript::End::Hang;
+  }
+  SECTION("close-delimited body, closed with close_notify") {
+    script.head = "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n";
+    script.writes = {"abc", "def"};
+    script.end = StreamScript::End::Close;
+  }
+  TlsTestServer server(plain(), script);
+  BeastTransport transport(auth_for("127.0.0.1", server.port()));
+  std::vector<std::string> received;
+  CHECK(stream_to(transport, "/stream", generous(), received).end == StreamEnd::Completed);
+  CHECK(joined(received) == "abcdef");
+}
+
+TEST_CASE("BeastTransport reports a watch stream cut before its end as Closed", "[k8s]") {
+  StreamScript script;
+  script.head = kChunkedHead;
+  script.writes = {chunk("first\n"), "40\r\nabc"};  // the second chunk announces 64 bytes, sends 3
+  SECTION("TLS close_notify") { script.end = StreamScript::End::Close; }
+  SECTION("TCP close without close_notify") { script.end = StreamScript::End::Drop; }
+  TlsTestServer server(plain(), script);
+  BeastTransport transport(auth_for("127.0.0.1", server.port()));
+  std::vector<std::string> received;
+  TransportError e = stream_error(transport, "/stream", generous(), received);
+  CHECK(e.kind() == TransportError::Kind::Closed);
+  CHECK(e.retryable());
+  CHECK_THAT(e.msg(), Catch::Contains("closed the watch stream"));
+  CHECK(joined(received).starts_with("first\n"));
+}
+
+TEST_CASE("BeastTransport times out a watch stream silent for longer than the idle bound", "[k8s]") {
+  StreamScript script;
+  script.head = kChunkedHead + chunk("one\n");  // one write: the piece cannot lag behind the header
+  script.end = StreamScript::End::Hang;         // never sends again: the bound, not a race, decides
+  TlsTestServer server(plain(), script);
+  BeastTransport transport(auth_for("127.0.0.1", server.port()));
+  StreamOptions options = generous();
+  options.idle_timeout = milliseconds(200);
+  std::vector<std::string> received;
+  TransportError e = stream_error(transport, "/stream", options, received);
+  CHECK(e.kind() == TransportError::Kind::Timeout);
+  CHECK_THAT(e.msg(), Catch::Contains("sent nothing for 200 ms"));
+  CHECK(joined(received) == "one\n");
+}
+
+TEST_CASE("BeastTransport times out opening a stream the server never answers", "[k8s]") {
+  TlsTestServer server(ServerOptions{pki().server, {}, ServerMode::Respond, false});
+  BeastTransport transport(auth_for("127.0.0.1", server.port()));
+  StreamOptions options = generous();
+  options.open_timeout = milliseconds(200);
+  std::vector<std::string> received;
+  TransportError e = stream_error(transport, "/hang", options, received);
+  CHECK(e.kind() == TransportError::Kind::Timeout);
+  CHECK_THAT(e.msg(), Catch::Contains("200 ms"));  // "did not answer within", unless a loaded machine is slower
+  CHECK(received.empty());
+}
+
+TEST_CASE("BeastTransport stops a stream when on_tick returns false", "[k8s]") {
+  StreamScript script;
+  script.head = kChunkedHead;
+  script.writes = {chunk("one\n")};
+  script.end = StreamScript::End::Hang;
+  TlsTestServer server(plain(), script);
+  BeastTransport transport(auth_for("127.0.0.1", server.port()));
+  StreamOptions options = generous();  // only on_tick can end this stream without an error
+  options.tick = milliseconds(5);
+  std::vector<std::string> received;
+  bool wait_for_data = true;  // count ticks only once the piece arrived, however long opening takes
+  int ticks = 0;
+  options.on_tick = [&] { return (wait_for_data && received.empty()) || ++ticks < 3; };
+  SECTION("while the body is silent") {
+    StreamResult result = stream_to(transport, "/stream", options, received);
+    CHECK(result.end == StreamEnd::Stopped);
+    CHECK(result.head.status == 200);
+    CHECK(joined(received) == "one\n");
+  }
+  SECTION("while the server has not answered yet") {
+    wait_for_data = false;
+    StreamResult result = stream_to(transport, "/hang", options, received);
+    CHECK(result.end == StreamEnd::Stopped);
+    CHECK(result.head.status == 0);
+    CHECK(received.empty());
+  }
+  CHECK(ticks == 3);
+  // The transport is still usable for requests afterwards.
+  CHECK(transport.send(get("/after"), kGenerous).status == 200);
+}
+
+TEST_CASE("BeastTransport stops a stream when on_data returns false", "[k8s]") {
+  StreamScript script;
+  script.head = kChunkedHead;
+  script.writes = {chunk("one\n"), chunk("two\n")};
+  script.gated = true;
+  script.end = StreamScript::End::Hang;
+  TlsTestServer server(plain(), script);
+  server.release();  // only the first chunk is ever sent
+  BeastTransport transport(auth_for("127.0.0.1", server.port()));
+  std::vector<std::string> received;
+  StreamResult result = stream_to(transport, "/stream", generous(), received, [](std::size_t) { return false; });
+  CHECK(result.end == StreamEnd::Stopped);
+  CHECK(received == std::vector<std::string>{"one\n"});
+}
+
+TEST_CASE("BeastTransport returns a non-2xx stream answer's body in the head", "[k8s]") {
+  const std::string status = R"({"kind":"Status","status":"Failure","reason":"Expired","code":410})";
+  StreamScript script;
+  SECTION("with a Content-Length") {
+    script.head =
+        "HTTP/1.1 410 Gone\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(status.size()) +
+        "\r\n\r\n";
+    script.writes = {status.substr(0, 10), status.substr(10)};
+  }
+  SECTION("chunked") {
+    script.head = "HTTP/1.1 410 Gone\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+    script.writes = {chunk(status.substr(0, 10)), chunk(status.substr(10)), kLastChunk};
+  }
+  script.end = StreamScript::End::Hang;
+  TlsTestServer server(plain(), script);
+  BeastTransport transport(auth_for("127.0.0.1", server.port()));
+  std::vector<std::string> received;
+  StreamResult result = stream_to(transport, "/stream", generous(), received);
+  CHECK(result.end == StreamEnd::Completed);
+  CHECK(result.head.status == 410);
+  CHECK(result.head.header("content-type") == "application/json");
+  CHECK(result.head.body == status);
+  CHECK(received.empty());
+}
+
+TEST_CASE("BeastTransport bounds a stream's error body and header block", "[k8s]") {
+  StreamScript script;
+  std::string expected;
+  SECTION("error body") {
+    script.head = "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 20000000\r\n\r\n";
+    expected = "16 MiB";
+  }
+  SECTION("header block") {
+    script.head = "HTTP/1.1 200 OK\r\nX-Big: " + std::string(70000, 'h') + "\r\n\r\n";
+    expected = "64 KiB of headers";
+  }
+  script.end = StreamScript::End::Hang;
+  TlsTestServer server(plain(), script);
+  BeastTransport transport(auth_for("127.0.0.1", server.port()));
+  std::vector<std::string> received;
+  TransportError e = stream_error(transport, "/stream", generous(), received);
+  CHECK(e.kind() == TransportError::Kind::TooLarge);
+  CHECK_THAT(e.msg(), Catch::Contains(expected));
+  CHECK(received.empty());
+}
+
+TEST_CASE("BeastTransport reports an invalid streamed body as a protocol error", "[k8s]") {
+  StreamScript script;
+  script.head = kChunkedHead;
+  script.writes = {chunk("ok\n"), "zz\r\n"};  // not a chunk size
+  script.end = StreamScript::End::Hang;
+  TlsTestServer server(plain(), script);
+  BeastTransport transport(auth_for("127.0.0.1", server.port()));
+  std::vector<std::string> received;
+  TransportError e = stream_error(transport, "/stream", generous(), received);
+  CHECK(e.kind() == TransportError::Kind::Protocol);
+  CHECK_FALSE(e.retryable());
+}
+
+TEST_CASE("BeastTransport streams on a connection of its own and keeps the send() connection", "[k8s]") {
+  StreamScript script;
+  script.head = kChunkedHead;
+  script.writes = {chunk("x\n"), kLastChunk};
+  script.end = StreamScript::End::Hang;
+  TlsTestServer server(plain(), script);
+  BeastTransport transport(auth_for("127.0.0.1", server.port()));
+  CHECK(transport.send(get("/before"), kGenerous).status == 200);
+  std::vector<std::string> received;
+  StreamResult result = transport.stream(get("/stream"), generous(), [&](std::string_view piece) {
+    received.emplace_back(piece);
+    return transport.send(get("/during"), kGenerous).status == 200;  // send() while the stream is open
+  });
+  CHECK(result.end == StreamEnd::Completed);
+  CHECK(transport.send(get("/after"), kGenerous).status == 200);
+  CHECK(joined(received) == "x\n");
+  CHECK(transport.connections_opened() == 2);
+  CHECK(server.accepts() == 2);
+  auto requests = server.requests();
+  REQUIRE(requests.size() == 4);
+  std::map<std::string, int> connection_of;
+  for (const auto& r : requests) connection_of[r.target] = r.connection;
+  CHECK(connection_of["/before"] == 1);
+  CHECK(connection_of["/stream"] == 2);
+  CHECK(connection_of["/during"] == 1);
+  CHECK(connection_of["/after"] == 1);
+}
+
+TEST_CASE("BeastTransport verifies the server of a stream like that of a request", "[k8s]") {
+  TlsTestServer server(ServerOptions{pki().server, {}, ServerMode::Respond, false});
+  ClusterAuth auth = auth_for("127.0.0.1", server.port());
+  auth.ca_pem = pki().other_ca.cert_pem();
+  BeastTransport transport(auth);
+  std::vector<std::string> received;
+  TransportError e = stream_error(transport, "/stream", generous(), received);
+  CHECK(e.kind() == TransportError::Kind::TlsVerify);
+  CHECK(server.requests().empty());
+  CHECK(transport.tls_initialized());
+}
+
+TEST_CASE("BeastTransport streams on one thread while another sends", "[k8s]") {
+  StreamScript script;
+  script.head = kChunkedHead;
+  script.writes = {chunk("late\n"), kLastChunk};
+  script.gated = true;
+  script.end = StreamScript::End::Hang;
+  TlsTestServer server(plain(), script);
+  BeastTransport transport(auth_for("127.0.0.1", server.port()));
+  std::string streamed;
+  std::optional<StreamEnd> end;
+  std::string failure;
+  std::thread watcher([&] {
+    try {
+      end = transport
+                .stream(get("/stream"), generous(),
+                        [&](std::string_view piece) {
+                          streamed += piece;
+                          return true;
+                        })
+                .end;
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+  });
+  // The stream's body is held back until both requests were answered on the other connection.
+  int ok = 0;
+  for (const char* target : {"/one", "/two"}) ok += transport.send(get(target), kGenerous).status == 200 ? 1 : 0;
+  server.release();
+  server.release();
+  watcher.join();
+  CHECK(ok == 2);
+  CHECK(failure.empty());
+  CHECK(end == StreamEnd::Completed);
+  CHECK(streamed == "late\n");
+  CHECK(transport.connections_opened() == 2);
 }

@@ -1,5 +1,6 @@
 // Tests of the transport seam: API server URL parsing and validation, case-insensitive header
-// lookup, TransportError classification and the scripted FakeHttpTransport.
+// lookup, TransportError classification, the scripted FakeHttpTransport (plain and streamed
+// answers), and the refusal to stream of a transport that does not implement it.
 #include <catch2/catch.hpp>
 
 #include "k8s/http.h"
@@ -112,4 +113,130 @@ TEST_CASE("FakeHttpTransport replays its script and records requests", "[k8s]") 
   CHECK(fake.timeouts() == std::vector<milliseconds>{milliseconds(5), milliseconds(7), milliseconds(9)});
   CHECK(hooked == 3);
   CHECK(fake.pending() == 0);
+}
+
+namespace {
+
+/// What a stream() call handed to its hooks.
+struct Seen {
+  std::vector<std::string> pieces;
+  int ticks = 0;
+};
+
+StreamResult stream_into(FakeHttpTransport& fake, Seen& seen, const std::string& target, int stop_after_pieces = -1,
+                         int stop_at_tick = -1) {
+  StreamOptions options;
+  options.open_timeout = milliseconds(3);
+  options.on_tick = [&] { return ++seen.ticks != stop_at_tick; };
+  return fake.stream(HttpRequest{"GET", target, {}, ""}, options, [&](std::string_view piece) {
+    seen.pieces.emplace_back(piece);
+    return static_cast<int>(seen.pieces.size()) != stop_after_pieces;
+  });
+}
+
+}  // namespace
+
+TEST_CASE("FakeHttpTransport plays a scripted stream piece by piece", "[k8s]") {
+  FakeHttpTransport fake;
+  int hooked = 0;
+  fake.on_send([&](const HttpRequest&) { ++hooked; });
+  fake.push_stream(200, {"{\"type\":", "\"ADDED\"}\n", ""}, std::nullopt, {{"Content-Type", "application/json"}});
+  Seen seen;
+  StreamResult result = stream_into(fake, seen, "/api/v1/pods?watch=1");
+  CHECK(result.end == StreamEnd::Completed);
+  CHECK(result.head.status == 200);
+  CHECK(result.head.header("content-type") == "application/json");
+  CHECK(result.head.body.empty());
+  CHECK(seen.pieces == std::vector<std::string>{"{\"type\":", "\"ADDED\"}\n", ""});
+  CHECK(seen.ticks == 3);  // once before each piece
+  REQUIRE(fake.requests().size() == 1);
+  CHECK(fake.requests()[0].target == "/api/v1/pods?watch=1");
+  CHECK(fake.timeouts() == std::vector<milliseconds>{milliseconds(3)});
+  CHECK(hooked == 1);
+  CHECK(fake.pending() == 0);
+}
+
+TEST_CASE("FakeHttpTransport stops a stream when on_data or on_tick returns false", "[k8s]") {
+  FakeHttpTransport fake;
+  fake.push_stream(200, {"a", "b", "c"}, TransportError(TransportError::Kind::Closed, "never reached"));
+  fake.push_stream(200, {"a", "b", "c"});
+  Seen by_data;
+  CHECK(stream_into(fake, by_data, "/w", 2).end == StreamEnd::Stopped);
+  CHECK(by_data.pieces == std::vector<std::string>{"a", "b"});
+  Seen by_tick;
+  CHECK(stream_into(fake, by_tick, "/w", -1, 2).end == StreamEnd::Stopped);
+  CHECK(by_tick.pieces == std::vector<std::string>{"a"});
+  CHECK(by_tick.ticks == 2);
+}
+
+TEST_CASE("FakeHttpTransport throws a stream's end error after its pieces", "[k8s]") {
+  FakeHttpTransport fake;
+  fake.push_stream(200, {"a", "b"}, TransportError(TransportError::Kind::Timeout, "sent nothing for 60000 ms"));
+  Seen seen;
+  try {
+    stream_into(fake, seen, "/w");
+    FAIL("stream() did not throw");
+  } catch (const TransportError& e) {
+    CHECK(e.kind() == TransportError::Kind::Timeout);
+    CHECK(e.msg() == "sent nothing for 60000 ms");
+  }
+  CHECK(seen.pieces == std::vector<std::string>{"a", "b"});
+}
+
+TEST_CASE("FakeHttpTransport joins a non-2xx stream's pieces into the body", "[k8s]") {
+  FakeHttpTransport fake;
+  fake.push_stream(410, {R"({"kind":"Status",)", R"("code":410})"});
+  Seen seen;
+  StreamResult result = stream_into(fake, seen, "/w");
+  CHECK(result.end == StreamEnd::Completed);
+  CHECK(result.head.status == 410);
+  CHECK(result.head.body == R"({"kind":"Status","code":410})");
+  CHECK(seen.pieces.empty());
+  CHECK(seen.ticks == 0);
+}
+
+TEST_CASE("FakeHttpTransport keeps send and stream answers in one ordered script", "[k8s]") {
+  FakeHttpTransport fake;
+  fake.push_response(200, R"({"items":[]})");
+  fake.push_stream(200, {"x\n"});
+  fake.push_response(200, "as one piece");
+  fake.push_error(TransportError(TransportError::Kind::Connect, "refused"));
+  fake.push_stream(200, {"y"});
+  CHECK(fake.send(HttpRequest{"GET", "/list", {}, ""}, milliseconds(1)).body == R"({"items":[]})");
+  Seen first;
+  CHECK(stream_into(fake, first, "/watch").end == StreamEnd::Completed);
+  CHECK(first.pieces == std::vector<std::string>{"x\n"});
+  Seen second;
+  CHECK(stream_into(fake, second, "/watch").end == StreamEnd::Completed);
+  CHECK(second.pieces == std::vector<std::string>{"as one piece"});
+  Seen third;
+  CHECK_THROWS_AS(stream_into(fake, third, "/watch"), TransportError);
+  // send() meeting a stream answer is a bug in the test's script.
+  try {
+    fake.send(HttpRequest{"GET", "/get", {}, ""}, milliseconds(1));
+    FAIL("send() accepted a stream answer");
+  } catch (const TransportError&) {
+    FAIL("expected an internal error");
+  } catch (const cni::CniError& e) {
+    CHECK(e.code() == static_cast<unsigned>(cni::ErrorCode::Internal));
+    CHECK_THAT(e.msg(), Catch::Contains("GET /get"));
+  }
+  Seen none;
+  CHECK_THROWS_WITH(stream_into(fake, none, "/late"), Catch::Contains("no scripted answer for GET /late"));
+  REQUIRE(fake.requests().size() == 6);
+  CHECK(fake.requests()[1].target == "/watch");
+  CHECK(fake.pending() == 0);
+}
+
+TEST_CASE("A transport that only sends refuses to stream", "[k8s]") {
+  struct SendOnly final : HttpTransport {
+    HttpResponse send(const HttpRequest&, milliseconds) override { return {}; }
+  } transport;
+  try {
+    transport.stream(HttpRequest{"GET", "/w", {}, ""}, StreamOptions{}, [](std::string_view) { return true; });
+    FAIL("stream() did not throw");
+  } catch (const cni::CniError& e) {
+    CHECK(e.code() == static_cast<unsigned>(cni::ErrorCode::Internal));
+    CHECK_THAT(e.msg(), Catch::Contains("cannot stream") && Catch::Contains("GET /w"));
+  }
 }

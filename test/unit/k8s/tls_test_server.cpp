@@ -1,5 +1,5 @@
 // Implementation of the test PKI (OpenSSL X509/EVP API, RAII via unique_ptr deleters) and of the
-// loopback HTTPS server (synchronous Asio/Beast on a background thread).
+// loopback HTTPS server (synchronous Asio/Beast, a thread per connection).
 #include "k8s/tls_test_server.h"
 
 #include <openssl/evp.h>
@@ -15,6 +15,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cctype>
+#include <cstdio>
 #include <stdexcept>
 
 namespace manifold::k8s::testing {
@@ -141,6 +142,12 @@ CertAndKey TestCa::issue(const std::string& common_name, const std::vector<std::
   return {cert_to_pem(cert.get()), key_to_pem(key.get())};
 }
 
+std::string chunk(const std::string& data, const std::string& extension) {
+  char size[32];
+  std::snprintf(size, sizeof size, "%zx", data.size());
+  return size + extension + "\r\n" + data + "\r\n";
+}
+
 std::string RecordedRequest::header(const std::string& name) const {
   for (const auto& [key, value] : headers)
     if (iequals(key, name)) return value;
@@ -153,8 +160,8 @@ struct TlsTestServer::Native {
   tcp::acceptor acceptor{ioc};
 };
 
-TlsTestServer::TlsTestServer(ServerOptions options)
-    : options_(std::move(options)), native_(std::make_unique<Native>()) {
+TlsTestServer::TlsTestServer(ServerOptions options, StreamScript stream)
+    : options_(std::move(options)), stream_(std::move(stream)), native_(std::make_unique<Native>()) {
   ssl::context& ctx = native_->ctx;
   ctx.use_certificate_chain(asio::buffer(options_.identity.cert_pem));
   ctx.use_private_key(asio::buffer(options_.identity.key_pem), ssl::context::pem);
@@ -174,11 +181,25 @@ TlsTestServer::~TlsTestServer() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
-    if (connection_fd_ >= 0) ::shutdown(connection_fd_, SHUT_RDWR);
+    for (int fd : connection_fds_) ::shutdown(fd, SHUT_RDWR);
     ::shutdown(native_->acceptor.native_handle(), SHUT_RDWR);
   }
   cv_.notify_all();
   thread_.join();
+  for (auto& thread : connection_threads_) thread.join();
+}
+
+void TlsTestServer::release() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++released_;
+  }
+  cv_.notify_all();
+}
+
+int TlsTestServer::stream_writes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stream_writes_;
 }
 
 std::vector<RecordedRequest> TlsTestServer::requests() const {
@@ -197,7 +218,38 @@ std::string TlsTestServer::server_name_indication() const {
 }
 
 template <class Stream>
-void TlsTestServer::serve_connection(Stream& stream) {
+void TlsTestServer::serve_stream(Stream& stream) {
+  const StreamScript& script = stream_;
+  beast::error_code ec;
+  asio::write(stream, asio::buffer(script.head), ec);
+  for (const std::string& bytes : script.writes) {
+    if (ec) return;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (script.gated) cv_.wait(lock, [this] { return stopping_ || released_ > stream_writes_; });
+      if (stopping_) return;
+      ++stream_writes_;  // counted before the bytes leave, so a client that saw them sees the count
+    }
+    asio::write(stream, asio::buffer(bytes), ec);
+  }
+  if (ec) return;
+  switch (script.end) {
+    case StreamScript::End::Hang: {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stopping_; });
+      return;
+    }
+    case StreamScript::End::Close:
+      // Sends close_notify, then waits for the peer's (or for it to close the connection).
+      stream.shutdown(ec);
+      return;
+    case StreamScript::End::Drop:
+      return;  // the socket is closed by the caller, without close_notify
+  }
+}
+
+template <class Stream>
+void TlsTestServer::serve_connection(Stream& stream, int index) {
   beast::error_code ec;
   stream.handshake(ssl::stream_base::server, ec);
   if (ec) return;
@@ -219,11 +271,15 @@ void TlsTestServer::serve_connection(Stream& stream) {
     http::request<http::string_body> req;
     http::read(stream, buffer, req, ec);
     if (ec) return;
-    RecordedRequest recorded{std::string(req.method_string()), std::string(req.target()), {}, req.body()};
+    RecordedRequest recorded{std::string(req.method_string()), std::string(req.target()), {}, req.body(), index};
     for (const auto& field : req) recorded.headers.emplace_back(field.name_string(), field.value());
     {
       std::lock_guard<std::mutex> lock(mu_);
       requests_.push_back(std::move(recorded));
+    }
+    if (req.target().starts_with("/stream")) {
+      serve_stream(stream);
+      return;
     }
     if (req.target() == "/hang" || options_.mode == ServerMode::HugeBody) {
       if (options_.mode == ServerMode::HugeBody) {
@@ -245,22 +301,27 @@ void TlsTestServer::serve_connection(Stream& stream) {
 }
 
 void TlsTestServer::serve() {
-  for (;;) {
+  for (int index = 1;; ++index) {
     beast::error_code ec;
-    tcp::socket socket(native_->ioc);
-    native_->acceptor.accept(socket, ec);
+    auto socket = std::make_shared<tcp::socket>(native_->ioc);
+    native_->acceptor.accept(*socket, ec);
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopping_) return;
       if (ec) continue;
-      connection_fd_ = socket.native_handle();
+      connection_fds_.insert(socket->native_handle());
     }
     ++accepts_;
-    ssl::stream<tcp::socket> stream(std::move(socket), native_->ctx);
-    serve_connection(stream);
-    std::lock_guard<std::mutex> lock(mu_);
-    connection_fd_ = -1;
-    // `stream` closes its socket when it goes out of scope, after the fd was unpublished.
+    connection_threads_.emplace_back([this, socket, index] {
+      const int fd = socket->native_handle();
+      {
+        ssl::stream<tcp::socket&> stream(*socket, native_->ctx);
+        serve_connection(stream, index);
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      connection_fds_.erase(fd);
+      // The socket is closed when the last copy of `socket` goes, after the fd was unpublished.
+    });
   }
 }
 
