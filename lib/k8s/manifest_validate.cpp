@@ -1,5 +1,6 @@
 // Implementation of manifest validation: YAML/JSON loading into Json, NAD object checks with paths
-// into the embedded spec.config, pod annotation checks through the ADD path's parser, and dispatch
+// into the embedded spec.config, pod annotation checks through the ADD path's parser, the checks of
+// manifold's ClusterRole and agent DaemonSet (their helpers are inline in the header), and dispatch
 // by kind.
 #include "k8s/manifest_validate.h"
 
@@ -19,12 +20,9 @@ namespace {
 using cni::json_path_index;
 using cni::json_path_key;
 using cni::Problems;
+using namespace manifest_detail;
 
 constexpr int kMaxDepth = 64;
-
-void add(Problems& out, std::string path, std::string message, bool warning = false) {
-  out.push_back(cni::Problem{std::move(path), std::move(message), warning});
-}
 
 Json scalar_to_json(const YAML::Node& node) {
   const std::string& s = node.Scalar();
@@ -60,22 +58,6 @@ Json yaml_to_json(const YAML::Node& node, int depth) {
     default:
       return nullptr;
   }
-}
-
-const Json* find_path(const Json& root, std::initializer_list<const char*> keys) {
-  const Json* cur = &root;
-  for (const char* k : keys) {
-    if (!cur->is_object()) return nullptr;
-    auto it = cur->find(k);
-    if (it == cur->end()) return nullptr;
-    cur = &*it;
-  }
-  return cur;
-}
-
-std::string string_at(const Json& root, std::initializer_list<const char*> keys) {
-  const Json* v = find_path(root, keys);
-  return v && v->is_string() ? v->get<std::string>() : std::string();
 }
 
 bool is_dns_label(const std::string& s) {
@@ -262,6 +244,77 @@ void validate_pod_annotations(const Json& metadata, const std::string& metadata_
   }
 }
 
+bool is_manifold_cluster_role(const Json& role) {
+  return string_at(role, {"kind"}) == "ClusterRole" && (string_at(role, {"metadata", "name"}).starts_with("manifold") ||
+                                                        string_at(role, {"metadata", "labels", "app"}) == "manifold");
+}
+
+void validate_cluster_role(const Json& role, cni::Problems& out) {
+  struct Need {
+    const char* group;
+    const char* resource;
+    std::vector<std::string> verbs;
+    const char* why;
+  };
+  const char* multus = "keeping the role interchangeable with Multus's";
+  const Need needs[] = {{"", "pods", {"get"}, "reading the pod's network selection annotations"},
+                        {"", "pods", {"update"}, multus},
+                        {"", "pods", {"list", "watch"}, "the node agent's pod watch (hot-plug)"},
+                        {"", "pods/status", {"get"}, multus},
+                        {"", "pods/status", {"update"}, "writing network-status"},
+                        {"", "events", {"create"}, "the AddedInterface/RemovedInterface events on pods"},
+                        {kNadGroup, kNads, {"get", "list"}, "reading the networks pods select"}};
+  if (find_path(role, {"aggregationRule"})) return;  // the controller fills the rules in
+  const Json* rules = find_path(role, {"rules"});
+  if (rules && !rules->is_array()) return add(out, "$.rules", "must be a list of rules");
+  for (const auto& need : needs) {
+    std::string missing;
+    for (const auto& verb : need.verbs) {
+      bool granted = rules && std::any_of(rules->begin(), rules->end(), [&](const Json& rule) {
+                       return !find_path(rule, {"resourceNames"}) && rbac_grants(rule, need.group, need.resource, verb);
+                     });
+      if (!granted) missing += (missing.empty() ? "" : "/") + verb;
+    }
+    if (!missing.empty())
+      add(out, "$.rules", std::string(need.resource) + " " + missing + ": not granted; needed for " + need.why);
+  }
+  for (size_t i = 0; rules && i < rules->size(); ++i)
+    if (std::string extra = rbac_excess((*rules)[i]); !extra.empty())
+      add(out, cni::json_path_index("$.rules", i), "grants more than manifold needs: " + extra, true);
+}
+
+void validate_agent_daemonset(const Json& daemonset, cni::Problems& out) {
+  const Json* pod = find_path(daemonset, {"spec", "template", "spec"});
+  const Json* containers = pod ? find_path(*pod, {"containers"}) : nullptr;
+  if (!containers || !containers->is_array()) return;
+  const std::string base = "$.spec.template.spec";
+  bool agent = false;
+  for (size_t i = 0; i < containers->size(); ++i) {
+    auto argv = argv_of((*containers)[i]);
+    std::string cpath = cni::json_path_index(base + ".containers", i), subcommand;
+    for (size_t j = 0; j + 1 < argv.size() && subcommand.empty(); ++j)
+      if (argv[j].ends_with("manifold") && (argv[j + 1] == "agent" || argv[j + 1] == "install"))
+        subcommand = argv[j + 1];
+    if (subcommand == "install")
+      add(out, cpath,
+          "runs manifold install, not manifold agent: hot-plug is off (annotation changes of running pods "
+          "are not applied)",
+          true);
+    if (subcommand != "agent") continue;
+    agent = true;
+    check_agent_container(*pod, (*containers)[i], cpath, out);
+  }
+  if (!agent) return;
+  if (const Json* host_network = find_path(*pod, {"hostNetwork"}); !host_network || *host_network != true)
+    add(out, base + ".hostNetwork",
+        "must be true: the agent runs the delegates in the node's network namespace, as the runtime does");
+  if (string_at(*pod, {"serviceAccountName"}).empty() && string_at(*pod, {"serviceAccount"}).empty())
+    add(out, base + ".serviceAccountName",
+        "is not set: the agent then runs as the namespace's default service account, which must be bound to "
+        "manifold's ClusterRole",
+        true);
+}
+
 std::vector<ManifestReport> validate_manifest_text(std::string_view text, bool nads_only,
                                                    const cni::ScopingChecker& scoping) {
   std::vector<ManifestReport> reports;
@@ -287,6 +340,9 @@ std::vector<ManifestReport> validate_manifest_text(std::string_view text, bool n
                kind == "Job") {
       if (const Json* meta = find_path(doc, {"spec", "template", "metadata"}))
         validate_pod_annotations(*meta, "$.spec.template.metadata", ns, r.problems, scoping);
+      if (kind == "DaemonSet") validate_agent_daemonset(doc, r.problems);
+    } else if (kind == "ClusterRole" && is_manifold_cluster_role(doc)) {
+      validate_cluster_role(doc, r.problems);
     } else if (kind == "CronJob") {
       if (const Json* meta = find_path(doc, {"spec", "jobTemplate", "spec", "template", "metadata"}))
         validate_pod_annotations(*meta, "$.spec.jobTemplate.spec.template.metadata", ns, r.problems, scoping);

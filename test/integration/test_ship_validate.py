@@ -1,6 +1,7 @@
 """Integration tests of `manifold validate`: every example and deployment file must pass, broken
-configs and manifests must be reported at the right JSON paths with exit code 1, and usage errors
-exit with 2. No namespaces or root needed. MANIFOLD_BIN names the binary under test.
+configs and manifests (including copies of the shipped RBAC and DaemonSet with what hot-plug needs
+taken out) must be reported at the right JSON paths with exit code 1, and usage errors exit with 2.
+No namespaces or root needed. MANIFOLD_BIN names the binary under test.
 """
 import glob
 import json
@@ -66,6 +67,48 @@ class ValidateTest(unittest.TestCase):
         nads = [f for f in files if os.path.basename(f).startswith("nad-")]
         r = self.validate("--nad", *nads)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_shipped_deployment_validates_clean(self):
+        files = [os.path.join(SOURCE_DIR, "conf", name) for name in
+                 ("rbac.yaml", "manifold-daemonset.yaml", "network-attachment-definition-crd.yaml")]
+        r = self.validate(*files)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        rbac, daemonset, crd = files
+        self.assertEqual(r.stdout.splitlines(), [
+            rbac + " [ServiceAccount kube-system/manifold]: skipped (kind not checked)",
+            rbac + " [ClusterRole manifold]: ok",
+            rbac + " [ClusterRoleBinding manifold]: skipped (kind not checked)",
+            daemonset + " [DaemonSet kube-system/manifold]: ok",
+            crd + " [CustomResourceDefinition network-attachment-definitions.k8s.cni.cncf.io]: "
+                  "skipped (kind not checked)",
+        ])
+
+    def shipped_copy(self, name, old, new):
+        """A copy of conf/<name> with `old` (which must occur) replaced by `new`."""
+        with open(os.path.join(SOURCE_DIR, "conf", name)) as f:
+            text = f.read()
+        self.assertIn(old, text)
+        return self.file(name, text.replace(old, new))
+
+    def test_shipped_rbac_without_watch_is_reported(self):
+        path = self.shipped_copy("rbac.yaml", 'verbs: ["list", "watch"]', 'verbs: ["list"]')
+        r = self.validate(path)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn(path + " [ClusterRole manifold]: $.rules: pods watch: not granted; "
+                      "needed for the node agent's pod watch (hot-plug)", r.stdout.splitlines())
+
+    def test_shipped_daemonset_without_propagation_is_reported(self):
+        path = self.shipped_copy("manifold-daemonset.yaml", "mountPropagation: HostToContainer", "readOnly: false")
+        r = self.validate(path)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        errors = [line for line in r.stdout.splitlines() if "mountPropagation" in line]
+        self.assertTrue(errors, r.stdout)
+        for line in errors:
+            self.assertTrue(line.startswith(path + " [DaemonSet kube-system/manifold]: "
+                                            "$.spec.template.spec.containers[0].volumeMounts["), line)
+            self.assertTrue(line.endswith("].mountPropagation: must be HostToContainer (or Bidirectional): without "
+                                          "it, network namespaces created after the agent started are invisible "
+                                          "to it"), line)
 
     def test_broken_meta_config_reports_every_path(self):
         path = self.file("broken.conf", {
