@@ -32,6 +32,9 @@ struct Attachment {
   bool has_default_route = false;                               ///< the selection element carried `default-route`
   std::vector<std::string> default_route;                       ///< its gateways
   std::string device_info_file;  ///< CNIDeviceInfoFile given to the delegate, "" when none
+  /// For a network of the pod's networks annotation: the element that asked for it
+  /// (k8s::selection_record), recorded so the node agent can match it later; null otherwise.
+  Json selection;
 };
 
 /// Resolves the attachments of a config that needs no Kubernetes: `clusterNetwork` (file, dir or

@@ -7,6 +7,7 @@
 #include "cni/delegate_config.h"
 #include "cni/result_codec.h"
 #include "engine/cached.h"
+#include "engine/entry_state.h"
 #include "engine/kube_access.h"
 #include "engine/plan.h"
 #include "netlink/netns.h"
@@ -143,6 +144,16 @@ void forget_entry(store::Cache& cache, const store::EntryKey& key) {
   }
 }
 
+void mark_deleting(store::Cache& cache, store::ContainerRecord& record) {
+  if (entry_state(record) == EntryState::Deleting) return;
+  set_entry_state(record, EntryState::Deleting);
+  try {
+    cache.save(record);
+  } catch (const CniError& e) {
+    util::log_error("cannot record that the DEL of ", record.key().str(), " began (", e.msg(), "); deleting anyway");
+  }
+}
+
 void keep_failed(store::Cache& cache, store::ContainerRecord record, std::vector<store::AttachmentRecord> failed) {
   record.attachments = std::move(failed);
   try {
@@ -198,6 +209,7 @@ void detach_entry(const Services& services, Session& session, const cni::Invocat
   std::optional<store::ContainerRecord> record = usable_entry(session);
   const bool rebuilt = !record;
   if (rebuilt) record = rebuilt_entry(services, session, inv);
+  if (!rebuilt) mark_deleting(*session.cache, *record);
   std::optional<CniError> error;
   std::vector<store::AttachmentRecord> scoping_left;
   // A rebuilt record's scoping is looked for in the runtime's namespace: found by our chain names

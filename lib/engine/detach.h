@@ -42,6 +42,10 @@ std::vector<store::AttachmentRecord> delete_attachments(exec::DelegateRunner& ru
 /// Removes a cache entry whose attachments were all deleted; a failure is logged, not thrown.
 void forget_entry(store::Cache& cache, const store::EntryKey& key);
 
+/// Records in `record` and its saved entry that a DEL began (engine/entry_state.h), so the node
+/// agent leaves the sandbox alone from now on; a failure to save is logged, not thrown.
+void mark_deleting(store::Cache& cache, store::ContainerRecord& record);
+
 /// Stores `record` with only its `failed` attachments, for the next DEL to retry; a failure is
 /// logged, not thrown.
 void keep_failed(store::Cache& cache, store::ContainerRecord record, std::vector<store::AttachmentRecord> failed);

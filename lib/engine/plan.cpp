@@ -129,6 +129,7 @@ store::AttachmentRecord planned_record(const cni::MetaConfig& config, const cni:
   rec.cni_args = attachment_cni_args(inv.args, a);
   rec.device_info_file = a.device_info_file;
   rec.scoping = scoping::initial_scoping_state(plan);
+  if (!a.selection.is_null()) rec.extra["selection"] = a.selection;
   return rec;
 }
 

@@ -126,6 +126,20 @@ void apply_device(Attachment& a, const Json& nad, const cni::MetaConfig& config,
   a.device_info_file = device_info_path(config, inv, a);  // final once interface names are assigned
 }
 
+// The attachment of a fetched NAD for selection element `e`.
+Attachment nad_attachment(const cni::MetaConfig& config, const cni::Invocation& inv, NadResolver& nads, const Json& nad,
+                          const k8s::SelectionElement& e, bool cluster, k8s::DeviceAllocator& devices) {
+  Attachment a;
+  a.cluster_network = cluster;
+  a.from_nad = true;
+  a.name = e.namespace_ + "/" + e.name;
+  a.delegate = nads.delegate_of(nad, e.namespace_, e.name);
+  a.runtime_config = runtime_config_for(config, cluster);
+  apply_selection(a, e, !cluster);  // the cluster network never gets per-network overrides
+  apply_device(a, nad, config, inv, devices);
+  return a;
+}
+
 }  // namespace
 
 std::string pod_annotation(const Json& pod, const std::string& key) { return k8s::pod_annotation_value(pod, key); }
@@ -192,16 +206,7 @@ std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, c
     }
   };
   auto from_nad = [&](const k8s::SelectionElement& e, bool cluster) {
-    const Json& nad = fetch_nad(e);
-    Attachment a;
-    a.cluster_network = cluster;
-    a.from_nad = true;
-    a.name = e.namespace_ + "/" + e.name;
-    a.delegate = nads.delegate_of(nad, e.namespace_, e.name);
-    a.runtime_config = runtime_config_for(config, cluster);
-    apply_selection(a, e, !cluster);  // the cluster network never gets per-network overrides
-    apply_device(a, nad, config, inv, devices);
-    return a;
+    return nad_attachment(config, inv, nads, fetch_nad(e), e, cluster, devices);
   };
 
   // 1. The cluster network.
@@ -253,7 +258,9 @@ std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, c
   for (const auto& e : elements)
     add(e.namespace_ + "/" + e.name, false, [&] {
       k8s::check_isolation(policy, ref.namespace_, e.namespace_);
-      return from_nad(e, false);
+      Attachment a = from_nad(e, false);
+      a.selection = k8s::selection_record(e);
+      return a;
     });
 
   if (auto aux = auxiliary_chain(config)) add(aux->name, false, [&] { return *aux; });
@@ -269,6 +276,19 @@ std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, c
     kept.push_back(std::move(a));
   }
   return kept;
+}
+
+Attachment resolve_selected_network(const cni::MetaConfig& config, const cni::Invocation& inv, KubeAccess& kube,
+                                    const k8s::SelectionElement& element, const std::string& ifname) {
+  auto ref = cni::pod_ref_from(inv.args);
+  k8s::check_isolation(k8s::namespace_policy_from_config(config), ref.namespace_, element.namespace_);
+  NadResolver nads(kube, config);
+  k8s::DeviceAllocator no_devices{k8s::DeviceAllocator::Table{}};
+  Attachment a = nad_attachment(config, inv, nads, *nads.fetch(element.namespace_, element.name, false), element, false,
+                                no_devices);
+  a.selection = k8s::selection_record(element);
+  a.ifname = ifname;
+  return a;
 }
 
 std::vector<Attachment> resolve_configured_attachments(const cni::MetaConfig& config, const cni::Invocation& inv,

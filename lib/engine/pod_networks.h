@@ -11,6 +11,7 @@
 #include "cni/netconf.h"
 #include "cni/skel.h"
 #include "k8s/device_checkpoint.h"
+#include "k8s/selection.h"
 #include "engine/attachment.h"
 #include "engine/kube_access.h"
 #include "util/json.h"
@@ -33,6 +34,12 @@ std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, c
                                                 KubeAccess& kube, const Json& pod, k8s::DeviceAllocator& devices,
                                                 Resolution mode = Resolution::Strict);
 
+/// The attachment of one element of the pod's networks annotation as ADD resolves it (namespace
+/// isolation, NAD fetched, the element's requests applied and recorded), on `ifname`: the node
+/// agent's hot-plug. No kubelet device is allocated to it. Throws what resolution throws
+/// (CniError(NetworkNotFound) for a missing NAD, isolation and API errors).
+Attachment resolve_selected_network(const cni::MetaConfig& config, const cni::Invocation& inv, KubeAccess& kube,
+                                    const k8s::SelectionElement& element, const std::string& ifname);
 /// The networks manifold is configured with, for verbs that have no pod (GC, STATUS): the cluster
 /// network, `defaultNetworks` and the remaining inline delegates, with NAD names resolved through
 /// `kube` as ADD resolves them (files when Kubernetes is not configured). Throws the API's CniError

@@ -153,16 +153,23 @@ std::string event_name(const cni::PodRef& ref, std::size_t n) {
   return ref.name + suffix;
 }
 
-void send_warning_event(KubeAccess& kube, const cni::PodRef& ref, const Json& pod, const std::string& reason,
-                        const std::string& message) {
-  Json ev = pod_event(ref, pod, reason, "Warning");
-  ev["metadata"]["name"] = event_name(ref, 0);
+bool send_event(KubeAccess& kube, const cni::PodRef& ref, const Json& pod, const std::string& reason,
+                const std::string& type, const std::string& message, std::size_t n) {
+  Json ev = pod_event(ref, pod, reason, type);
+  ev["metadata"]["name"] = event_name(ref, n);
   ev["message"] = message;
   try {
     kube.create_event(ref.namespace_, ev);
+    return true;
   } catch (const cni::CniError& e) {
     util::log_warning("could not send the ", reason, " event (", e.msg(), ")");
+    return false;
   }
+}
+
+void send_warning_event(KubeAccess& kube, const cni::PodRef& ref, const Json& pod, const std::string& reason,
+                        const std::string& message) {
+  send_event(kube, ref, pod, reason, "Warning", message, 0);
 }
 
 void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod, const store::ContainerRecord& record,

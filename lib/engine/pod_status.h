@@ -47,6 +47,10 @@ Json pod_event(const cni::PodRef& ref, const Json& pod, const std::string& reaso
 /// A unique Event name for the pod: "<pod>.<hex nanoseconds + n>".
 std::string event_name(const cni::PodRef& ref, std::size_t n);
 
+/// Sends one Event about the pod (`type` "Normal" or "Warning"; `n` keeps the names of events sent
+/// in the same nanosecond apart), one attempt. Returns false when it failed, which is only logged.
+bool send_event(KubeAccess& kube, const cni::PodRef& ref, const Json& pod, const std::string& reason,
+                const std::string& type, const std::string& message, std::size_t n);
 /// Sends one Warning Event about the pod (e.g. NoNetworkFound), one attempt, failure only logged.
 void send_warning_event(KubeAccess& kube, const cni::PodRef& ref, const Json& pod, const std::string& reason,
                         const std::string& message);

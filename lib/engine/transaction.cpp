@@ -6,6 +6,7 @@
 #include "cni/result_codec.h"
 #include "engine/cached.h"
 #include "engine/detach.h"
+#include "engine/entry_state.h"
 #include "engine/plan.h"
 #include "util/log.h"
 #include "util/log_file.h"
@@ -37,6 +38,8 @@ store::ContainerRecord new_entry(const Session& session, const cni::Invocation& 
   record.ifname = inv.ifname;
   record.cni_version = inv.version;
   record.cni_path = inv.path;
+  record_invocation(record, inv);
+  set_entry_state(record, EntryState::Adding);
   return record;
 }
 
@@ -98,6 +101,11 @@ void AttachTransaction::attach(const Attachment& a, const scoping::ScopingPlan& 
   if (!plan.active()) return;
   added.scoping = scoping::apply_scoping(env_, plan, results_.back());
   if (Json fields = scoping::scoping_status_fields(added.scoping); !fields.empty()) added.status_fields = fields;
+  save();
+}
+
+void AttachTransaction::mark_complete() {
+  set_entry_state(record_, EntryState::Complete);
   save();
 }
 

@@ -59,6 +59,9 @@ class AttachTransaction {
   /// The default-route step over every attachment of the entry (`plans` index-aligned with
   /// record().attachments): routes applied, results rewritten to match, the entry saved.
   void apply_default_routes(const std::vector<scoping::ScopingPlan>& plans);
+  /// Records the entry as complete (engine/entry_state.h) and saves it: the ADD calls it once it
+  /// attached everything and wrote the network-status, so the node agent may act on the sandbox.
+  void mark_complete();
   /// The entry as it stands.
   const store::ContainerRecord& record() const { return record_; }
   /// The decoded result of every attachment, index-aligned with record().attachments.

@@ -3,6 +3,8 @@
 // name the object and never contain the token.
 #include "k8s/api_client.h"
 
+#include <cctype>
+#include <functional>
 #include <iomanip>
 #include <sstream>
 
@@ -17,16 +19,6 @@ constexpr std::size_t kMaxTokenFileBytes = 64 * 1024;
 constexpr std::size_t kMaxServerMessage = 1024;
 /// Deepest nesting accepted in an answer (pods, managedFields included, nest about 20 levels).
 constexpr int kMaxAnswerDepth = 256;
-
-bool is_alnum_lower(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
-
-/// Label syntax without the 63-character limit (shared by labels and subdomain parts).
-bool is_label_syntax(std::string_view s) {
-  if (s.empty() || !is_alnum_lower(s.front()) || !is_alnum_lower(s.back())) return false;
-  for (char c : s)
-    if (!is_alnum_lower(c) && c != '-') return false;
-  return true;
-}
 
 /// Quotes untrusted text for a message: printable ASCII kept, everything else escaped, truncated.
 std::string quote(std::string_view text) { return util::quote_bytes(text, 80); }
@@ -58,83 +50,9 @@ struct ApiClient::Target {
 
   std::string describe() const {
     std::string what = resource + (name.empty() ? std::string() : " \"" + name + "\"");
-    return what + " in namespace \"" + ns + "\"";
+    return what + (ns.empty() ? " in every namespace" : " in namespace \"" + ns + "\"");
   }
 };
-
-ApiError::ApiError(int http_status, std::string reason, std::string api_message, std::string msg)
-    : cni::CniError(cni::ErrorCode::Kubernetes, std::move(msg)),
-      http_status_(http_status),
-      reason_(std::move(reason)),
-      api_message_(std::move(api_message)) {}
-
-std::optional<ApiStatus> parse_status(std::string_view body) {
-  Json j = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return std::nullopt;
-  auto kind = j.find("kind");
-  if (kind == j.end() || !kind->is_string() || kind->get<std::string>() != "Status") return std::nullopt;
-  ApiStatus status;
-  if (auto it = j.find("reason"); it != j.end() && it->is_string()) status.reason = it->get<std::string>();
-  if (auto it = j.find("message"); it != j.end() && it->is_string()) status.message = it->get<std::string>();
-  if (auto it = j.find("code"); it != j.end() && it->is_number_integer()) {
-    auto code = it->get<long long>();
-    if (code >= 0 && code < 1000) status.code = static_cast<int>(code);
-  }
-  return status;
-}
-
-std::string_view reason_for_status(int status) {
-  switch (status) {
-    case 400:
-      return "BadRequest";
-    case 401:
-      return "Unauthorized";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "NotFound";
-    case 405:
-      return "MethodNotAllowed";
-    case 406:
-      return "NotAcceptable";
-    case 409:
-      return "Conflict";
-    case 410:
-      return "Gone";
-    case 413:
-      return "RequestEntityTooLarge";
-    case 415:
-      return "UnsupportedMediaType";
-    case 422:
-      return "Invalid";
-    case 429:
-      return "TooManyRequests";
-    case 500:
-      return "InternalError";
-    case 502:
-      return "BadGateway";
-    case 503:
-      return "ServiceUnavailable";
-    case 504:
-      return "Timeout";
-    default:
-      return "";
-  }
-}
-
-bool is_dns1123_label(std::string_view text) { return text.size() <= 63 && is_label_syntax(text); }
-
-bool is_dns1123_subdomain(std::string_view text) {
-  if (text.empty() || text.size() > 253) return false;
-  std::size_t start = 0;
-  for (;;) {
-    std::size_t dot = text.find('.', start);
-    if (!is_label_syntax(text.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start)))
-      return false;
-    if (dot == std::string_view::npos) return true;
-    start = dot + 1;
-  }
-}
 
 ApiClient::ApiClient(HttpTransport& transport, ClusterAuth auth, RetryPolicy policy, util::Sleeper& sleeper,
                      util::Clock& clock)
@@ -216,6 +134,61 @@ void ApiClient::create_event(const std::string& ns, const Json& event) {
   Target t{"events", ns, name, "/api/v1/namespaces/" + ns + "/events"};
   HttpRequest request{"POST", base_path_ + t.path, {}, event.dump(-1, ' ', false, Json::error_handler_t::replace)};
   execute(std::move(request), t);
+}
+
+namespace {
+
+// A query parameter value, percent-encoded (everything but RFC 3986's unreserved characters).
+std::string query_value(std::string_view value) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (char c : value) {
+    auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) != 0 || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += c;
+    } else {
+      out += '%';
+      out += hex[u >> 4];
+      out += hex[u & 15];
+    }
+  }
+  return out;
+}
+
+std::string node_selector(const std::string& node) {
+  require_name("node", node);
+  return "fieldSelector=" + query_value("spec.nodeName=" + node);
+}
+
+}  // namespace
+
+Json ApiClient::list_node_pods(const std::string& node) {
+  Target t{"pods", "", "", "/api/v1/pods?" + node_selector(node)};
+  Json list = call_for_object("GET", t, {}, "PodList");
+  if (!list.contains("items") || !list["items"].is_array())
+    throw cni::CniError(cni::ErrorCode::Decoding,
+                        "Kubernetes API answer to GET " + t.describe() + " has no items list");
+  return list;
+}
+
+StreamEnd ApiClient::watch_node_pods(const std::string& node, const std::string& resource_version, int timeout_seconds,
+                                     const StreamOptions& options,
+                                     const std::function<bool(std::string_view)>& on_data) {
+  std::string path = "/api/v1/pods?" + node_selector(node) +
+                     "&watch=1&allowWatchBookmarks=true&timeoutSeconds=" + std::to_string(timeout_seconds);
+  if (!resource_version.empty()) path += "&resourceVersion=" + query_value(resource_version);
+  Target t{"pods", "", "", path};
+  HttpRequest request{"GET", base_path_ + path, {}, {}};
+  add_headers(request);
+  ++requests_;
+  StreamResult result;
+  try {
+    result = transport_.stream(request, options, on_data);
+  } catch (const TransportError& e) {
+    throw ApiError(0, "", "", "Kubernetes API WATCH " + t.describe() + " failed: " + e.msg());
+  }
+  if (result.head.status < 200 || result.head.status >= 300) throw error_for_response("WATCH", t, result.head);
+  return result.end;
 }
 
 Json ApiClient::call_for_object(const std::string& method, const Target& target, std::string body,
@@ -305,12 +278,16 @@ ApiError ApiClient::error_for_response(const std::string& method, const Target& 
   return ApiError(response.status, std::move(reason), std::move(message), std::move(text));
 }
 
-HttpResponse ApiClient::execute(HttpRequest request, const Target& target) {
+void ApiClient::add_headers(HttpRequest& request) {
   const std::string& token = bearer_token();
   if (!token.empty()) request.headers.emplace_back("Authorization", "Bearer " + token);
   request.headers.emplace_back("Accept", "application/json");
   request.headers.emplace_back("User-Agent", user_agent());
   if (!request.body.empty()) request.headers.emplace_back("Content-Type", "application/json");
+}
+
+HttpResponse ApiClient::execute(HttpRequest request, const Target& target) {
+  add_headers(request);
 
   RetryBudget budget(policy_, clock_, jitter_);
   int last_status = 0;

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "cni/error.h"
+#include "k8s/api_status.h"
 #include "k8s/http.h"
 #include "k8s/kubeconfig.h"
 #include "k8s/retry.h"
@@ -20,47 +21,6 @@
 #include "util/json.h"
 
 namespace manifold::k8s {
-
-/// An error answer (or no answer) from the API server. Code 103 (Kubernetes).
-class ApiError : public cni::CniError {
- public:
-  /// `http_status` is 0 when no HTTP answer was received (connection or TLS failure).
-  ApiError(int http_status, std::string reason, std::string api_message, std::string msg);
-  /// The HTTP status of the last answer, 0 when there was none.
-  int http_status() const noexcept { return http_status_; }
-  /// The Status reason ("NotFound", "Conflict", …) or the standard reason for the HTTP status.
-  const std::string& reason() const noexcept { return reason_; }
-  /// The Status message sent by the server (sanitised), "" when none.
-  const std::string& api_message() const noexcept { return api_message_; }
-  /// True for 404.
-  bool not_found() const noexcept { return http_status_ == 404; }
-  /// True for 409.
-  bool conflict() const noexcept { return http_status_ == 409; }
-
- private:
-  int http_status_;
-  std::string reason_;
-  std::string api_message_;
-};
-
-/// The fields of a Kubernetes `Status` object that matter for error reporting.
-struct ApiStatus {
-  std::string reason;   ///< e.g. "NotFound"; may be empty
-  std::string message;  ///< e.g. `pods "web-1" not found`; may be empty
-  int code = 0;         ///< the HTTP code the server put into the Status, 0 when absent
-};
-
-/// Parses `body` as a Kubernetes Status (`"kind": "Status"`); nullopt for anything else.
-std::optional<ApiStatus> parse_status(std::string_view body);
-
-/// The Kubernetes reason name for an HTTP status (404 → "NotFound", 429 → "TooManyRequests"), or "".
-std::string_view reason_for_status(int status);
-
-/// True for a DNS-1123 label: 1–63 of [a-z0-9-], starting and ending alphanumeric (namespaces).
-bool is_dns1123_label(std::string_view text);
-
-/// True for a DNS-1123 subdomain: 1–253 chars, dot-separated DNS-1123 label syntax (object names).
-bool is_dns1123_subdomain(std::string_view text);
 
 /// Client for the few API calls manifold makes. One instance per invocation; not thread-safe.
 class ApiClient {
@@ -80,6 +40,16 @@ class ApiClient {
   Json update_pod_status(const std::string& ns, const std::string& name, const Json& pod);
   /// POST /api/v1/namespaces/{ns}/events.
   void create_event(const std::string& ns, const Json& event);
+  /// GET /api/v1/pods?fieldSelector=spec.nodeName%3D{node} (every namespace): the node's PodList,
+  /// with retries like every call. Throws CniError(InvalidConfig) for a node name that is not a
+  /// DNS-1123 subdomain, CniError(Decoding) for an answer that is not a PodList.
+  Json list_node_pods(const std::string& node);
+  /// WATCH of the node's pods from `resource_version` with bookmarks, ended by the server after
+  /// `timeout_seconds`: one attempt (the caller's loop decides when to try again). The body is
+  /// handed to `on_data` as it arrives. Throws ApiError for an answer outside 2xx (410 when the
+  /// version is too old) and TransportError when the connection fails.
+  StreamEnd watch_node_pods(const std::string& node, const std::string& resource_version, int timeout_seconds,
+                            const StreamOptions& options, const std::function<bool(std::string_view)>& on_data);
   /// HTTP requests sent so far (every attempt counts, retries included).
   int requests_made() const { return requests_; }
 
@@ -87,6 +57,7 @@ class ApiClient {
   struct Target;
   Json call_for_object(const std::string& method, const Target& target, std::string body, std::string_view kind);
   HttpResponse execute(HttpRequest request, const Target& target);
+  void add_headers(HttpRequest& request);
   const std::string& bearer_token();
   std::string sanitize(std::string_view server_text) const;
   ApiError error_for_response(const std::string& method, const Target& target, const HttpResponse& response) const;

@@ -166,6 +166,17 @@ Json runtime_config_for(const SelectionElement& element) {
   return rc;
 }
 
+Json selection_record(const SelectionElement& element) {
+  Json out = {{"namespace", element.namespace_}, {"name", element.name}};
+  if (!element.interface.empty()) out["interface"] = element.interface;
+  const Json requests = runtime_config_for(element);
+  for (const auto& [key, value] : requests.items()) out[key] = value;
+  if (element.cni_args.is_object()) out["cni-args"] = element.cni_args;
+  if (element.has_default_route) out["default-route"] = element.default_route;
+  if (!element.ipam_claim_reference.empty()) out["ipam-claim-reference"] = element.ipam_claim_reference;
+  return out;
+}
+
 std::string cni_args_for(const SelectionElement& element) {
   std::string out;
   if (!element.ips.empty()) {

@@ -74,6 +74,12 @@ SelectionElement parse_default_network_annotation(std::string_view value, const 
 /// `infinibandGUID`, `deviceID` (only those given). Always an object, possibly empty.
 Json runtime_config_for(const SelectionElement& element);
 
+/// What identifies the element and everything it asks of its network, as one JSON object (the node
+/// agent records it with the attachment it produced, to match and compare elements later):
+/// "namespace", "name", then only the fields given — "interface", the runtimeConfig keys of
+/// runtime_config_for, "cni-args", "default-route", "ipam-claim-reference". Two elements asking for the
+/// same yield equal objects.
+Json selection_record(const SelectionElement& element);
 /// The CNI_ARGS additions Multus passes for the element: `IP=<ips joined by ','>` and `MAC=<mac>`,
 /// joined by ';' (e.g. "IP=10.1.1.5/24;MAC=0a:58:0a:01:01:05"); empty when neither was requested.
 std::string cni_args_for(const SelectionElement& element);

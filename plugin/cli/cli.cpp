@@ -1,5 +1,5 @@
 // The human command line (when CNI_COMMAND is not set), parsed with CLI11: `version`, `validate`,
-// `inspect`, `install` and `gc`. Subcommands stay thin: flags are turned into an options struct and
+// `inspect`, `install`, `agent` and `gc`. Subcommands stay thin: flags are turned into an options struct and
 // handed to the subcommand's run_* function. Usage errors exit with 2, `--help` with 0.
 #include "plugin/cli/cli.h"
 
@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cni/version.h"
+#include "plugin/cli/agent.h"
 #include "plugin/cli/gc.h"
 #include "plugin/cli/inspect.h"
 #include "plugin/cli/install.h"
@@ -26,7 +27,8 @@ int print_version() {
   return 0;
 }
 
-void add_install_flags(CLI::App& cmd, InstallOptions& o) {
+// The flags of `install`; `agent` takes those of its installer thread, which always watches.
+void add_install_flags(CLI::App& cmd, InstallOptions& o, bool agent = false) {
   cmd.add_option("--bin-source", o.bin_source, "binary to install (default: this executable)");
   cmd.add_option("--bin-dir", o.bin_dir, "CNI plugin directory")->capture_default_str();
   cmd.add_option("--binary-name", o.binary_name, "file name of the installed binary")->capture_default_str();
@@ -49,14 +51,38 @@ void add_install_flags(CLI::App& cmd, InstallOptions& o) {
   cmd.add_option("--name", o.network_name, "network name of the generated config (\"\" = the primary's)")
       ->capture_default_str();
   cmd.add_option("--config-template", o.config_template, "config template file (default: built-in)");
-  cmd.add_flag("--watch", o.watch, "keep running; rewrite when the primary config or service account changes");
   cmd.add_option("--poll-interval", o.poll_interval_ms, "watch period in milliseconds")->capture_default_str();
+  cmd.add_flag("--cleanup-on-exit", o.cleanup_on_exit, "remove the generated config when the watch stops");
+  if (agent) return;  // the agent always watches, until SIGTERM
+  cmd.add_flag("--watch", o.watch, "keep running; rewrite when the primary config or service account changes");
   cmd.add_option("--watch-iterations", o.watch_iterations, "stop the watch after N polls (0 = until SIGTERM)")
       ->capture_default_str();
   cmd.add_option("--primary-wait", o.primary_wait_s, "without --watch: seconds to wait for a primary config")
       ->capture_default_str();
-  cmd.add_flag("--cleanup-on-exit", o.cleanup_on_exit, "remove the generated config when the watch stops");
   cmd.add_flag("--check", o.check, "only verify the installation (exit 0 when ready)");
+}
+
+// `manifold agent` and its flags: those of its installer thread, then its own.
+CLI::App* add_agent_command(CLI::App& app, AgentCommandOptions& aopts) {
+  auto* agent = app.add_subcommand(
+      "agent",
+      "the node agent (the DaemonSet's process): install as --watch does, and hot-plug networks into "
+      "running pods when their networks annotation changes");
+  add_install_flags(*agent, aopts.install, true);
+  agent->add_flag("--no-install", aopts.no_install, "run only the hot-plug loop, not the installer");
+  agent->add_option("--node-name", aopts.node_name, "this node's name (default: $NODE_NAME)");
+  agent->add_option("--kubeconfig", aopts.kubeconfig, "the agent's kubeconfig (default: in-cluster service account)");
+  agent->add_option("--cni-dir", aopts.cni_dir, "manifold's cache directory (cniDir)")->capture_default_str();
+  agent->add_option("--metrics-address", aopts.metrics_address, "loopback address of /metrics and /healthz")
+      ->capture_default_str();
+  agent->add_option("--watch-timeout", aopts.watch_timeout_s, "seconds after which the server ends each WATCH")
+      ->capture_default_str();
+  agent->add_option("--idle-timeout", aopts.idle_timeout_s, "seconds a silent watch stream is kept")
+      ->capture_default_str();
+  agent->add_option("--max-backoff", aopts.max_backoff_ms, "longest wait between retries, in milliseconds")
+      ->capture_default_str();
+  agent->add_option("--log-level", aopts.log_level, "error, verbose or debug")->capture_default_str();
+  return agent;
 }
 
 }  // namespace
@@ -87,6 +113,9 @@ int run_cli(int argc, char** argv) {
   auto* install = app.add_subcommand("install", "install the binary and config on this node (the DaemonSet runs this)");
   add_install_flags(*install, install_opts);
 
+  AgentCommandOptions aopts;
+  auto* agent = add_agent_command(app, aopts);
+
   GcOptions gopts;
   auto* gc = app.add_subcommand(
       "gc", "release (DEL without a namespace) and remove cache entries whose network namespace no longer exists");
@@ -108,6 +137,7 @@ int run_cli(int argc, char** argv) {
   if (*validate) return run_validate(vopts);
   if (*inspect) return run_inspect(iopts);
   if (*install) return run_install(install_opts);
+  if (*agent) return run_agent(aopts);
   if (*gc) return run_gc(gopts);
   return 2;
 }

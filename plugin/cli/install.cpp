@@ -4,12 +4,10 @@
 // choice, config and kubeconfig text) live in lib/cni/install_config.
 #include "plugin/cli/install.h"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -19,6 +17,7 @@
 #include "cni/config_validate.h"
 #include "cni/error.h"
 #include "cni/install_config.h"
+#include "plugin/cli/stop_signal.h"
 #include "util/atomic_file.h"
 #include "util/file_reader.h"
 #include "util/error.h"
@@ -29,30 +28,6 @@ namespace manifold::plugin {
 namespace fs = std::filesystem;
 
 namespace {
-
-volatile std::sig_atomic_t g_stop = 0;
-
-void on_stop_signal(int) { g_stop = 1; }
-
-void install_signal_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
-}
-
-// Sleeps `ms`, waking early (within 50 ms) when a stop signal arrived.
-void interruptible_sleep(int ms) {
-  using namespace std::chrono;
-  auto end = steady_clock::now() + milliseconds(ms);
-  while (!g_stop) {
-    auto left = duration_cast<milliseconds>(end - steady_clock::now());
-    if (left <= milliseconds(0)) return;
-    std::this_thread::sleep_for(std::min(left, milliseconds(50)));
-  }
-}
 
 constexpr std::size_t kMaxConfigBytes = 1u << 20;
 constexpr std::size_t kMaxSecretBytes = 1u << 20;
@@ -292,7 +267,7 @@ int check_installation(const InstallOptions& o) {
 /// One installation: waits up to --primary-wait for a primary config, then writes the outputs.
 int install_once(const InstallOptions& o, const Paths& p) {
   Inputs in = read_inputs(o, p);
-  for (int waited = 0; in.primary_name.empty() && waited < o.primary_wait_s && !g_stop; ++waited) {
+  for (int waited = 0; in.primary_name.empty() && waited < o.primary_wait_s && !stop_requested(); ++waited) {
     interruptible_sleep(1000);
     in = read_inputs(o, p);
   }
@@ -308,7 +283,7 @@ int install_once(const InstallOptions& o, const Paths& p) {
 /// until a signal or --watch-iterations; removes the outputs on exit with --cleanup-on-exit.
 int watch_and_regenerate(const InstallOptions& o, const Paths& p) {
   std::optional<Inputs> applied;
-  for (long i = 0; !g_stop && (o.watch_iterations == 0 || i < o.watch_iterations); ++i) {
+  for (long i = 0; !stop_requested() && (o.watch_iterations == 0 || i < o.watch_iterations); ++i) {
     try {
       Inputs in = read_inputs(o, p);
       if (!applied || !(*applied == in)) {
@@ -330,7 +305,7 @@ int watch_and_regenerate(const InstallOptions& o, const Paths& p) {
     if (o.watch_iterations == 0 || i + 1 < o.watch_iterations) interruptible_sleep(o.poll_interval_ms);
   }
   if (o.cleanup_on_exit) remove_generated(o.conf_dir, "");
-  util::log_verbose(g_stop ? "stopped by signal" : "watch finished");
+  util::log_verbose(stop_requested() ? "stopped by signal" : "watch finished");
   return 0;
 }
 
@@ -339,6 +314,10 @@ int watch_and_regenerate(const InstallOptions& o, const Paths& p) {
 int run_install(const InstallOptions& o) {
   util::Logger::instance().set_level(util::LogLevel::Verbose);
   util::Logger::instance().set_to_stderr(true);
+  return run_installation(o);
+}
+
+int run_installation(const InstallOptions& o) {
   if (o.poll_interval_ms < 50 || o.poll_interval_ms > 3600000) {
     std::cerr << "manifold install: --poll-interval must be between 50 and 3600000 ms\n";
     return 2;
@@ -349,7 +328,7 @@ int run_install(const InstallOptions& o) {
   }
   if (o.check) return check_installation(o);
   Paths p = paths_for(o);
-  install_signal_handlers();
+  install_stop_handlers();
   try {
     if (!o.skip_binary) install_binary(o);
     if (!o.watch) return install_once(o, p);

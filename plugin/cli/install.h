@@ -35,7 +35,10 @@ struct InstallOptions {
   bool check = false;                                 ///< only verify the installation
 };
 
-/// Runs the installation; returns the process exit code (0 ok, 1 failure, 2 usage).
+/// Runs the installation, logging to stderr at verbose level; returns the process exit code (0 ok,
+/// 1 failure, 2 usage).
 int run_install(const InstallOptions& options);
+/// The same with the logging left as the caller set it up (`manifold agent`'s installer thread).
+int run_installation(const InstallOptions& options);
 
 }  // namespace manifold::plugin

@@ -44,6 +44,7 @@ std::string Commands::add(const cni::Invocation& inv) {
   tx.apply_default_routes(plan.scoping);
   if (pod) engine::publish_status(kube, *services_.files, s.config, inv, *pod, tx.record(), tx.results());
   std::string result = engine::render_result(tx.record(), tx.results(), inv.version, s.config.return_all_results);
+  tx.mark_complete();
   tx.commit();
   return result;
 }

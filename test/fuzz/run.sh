@@ -44,6 +44,7 @@ declare -A max_len=(
   [api_response]=16384
   [cache_file]=16384
   [iptables_save]=32768
+  [watch_stream]=16384
 )
 # The libFuzzer dictionary of each target (test/fuzz/<name>.dict).
 declare -A dict=(
@@ -56,9 +57,10 @@ declare -A dict=(
   [api_response]=json
   [cache_file]=json
   [iptables_save]=iptables
+  [watch_stream]=json
 )
 order=(stdin_config cni_args networks_annotation nad_config delegate_result kubeconfig api_response
-       cache_file iptables_save)
+       cache_file iptables_save watch_stream)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${order[@]}")
 for t in "${targets[@]}"; do

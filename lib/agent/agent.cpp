@@ -1,0 +1,302 @@
+// Implementation of the agent's loop: list, watch, handle events, retry, back off.
+#include "agent/agent.h"
+
+#include "cni/error.h"
+#include "engine/pod_networks.h"
+#include "k8s/pod_object.h"
+#include "k8s/selection.h"
+#include "util/log.h"
+
+namespace manifold::agent {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string metadata_string(const Json& object, const char* key) {
+  auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return {};
+  auto it = meta->find(key);
+  return it != meta->end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+double seconds_since(Clock::time_point start, Clock::time_point end) {
+  return std::chrono::duration<double>(end - start).count();
+}
+
+}  // namespace
+
+Agent::Agent(const engine::Services& services, AgentOptions options, AgentMetrics& metrics)
+    : services_(services),
+      options_(std::move(options)),
+      metrics_(metrics),
+      reconciler_(services, ReconcilerOptions{options_.cni_dir, options_.kubeconfig}) {
+  set_health(false, "not synced with the API server yet");
+}
+
+AgentHealth Agent::health() const {
+  std::lock_guard<std::mutex> lock(health_mu_);
+  return health_;
+}
+
+void Agent::set_health(bool ok, std::string reason) {
+  std::lock_guard<std::mutex> lock(health_mu_);
+  health_.ok = ok;
+  health_.reason = std::move(reason);
+}
+
+std::chrono::milliseconds Agent::backoff(int failures) {
+  k8s::RetryPolicy policy;
+  policy.initial_backoff = options_.initial_backoff;
+  policy.max_backoff = options_.max_backoff;
+  return k8s::backoff_delay(policy, std::max(failures, 1), jitter_.next());
+}
+
+bool Agent::wait(std::chrono::milliseconds duration) {
+  const Clock::time_point end = services_.clock->now() + duration;
+  while (!stop_()) {
+    run_due_retries();
+    const Clock::time_point now = services_.clock->now();
+    if (now >= end) return true;
+    services_.sleeper->sleep_for(
+        std::min(options_.tick, std::chrono::duration_cast<std::chrono::milliseconds>(end - now)));
+  }
+  return false;
+}
+
+int Agent::run(const std::function<bool()>& stop) {
+  stop_ = stop;
+  if (!k8s::is_dns1123_subdomain(options_.node_name)) {
+    util::log_error("agent: the node name \"", options_.node_name,
+                    "\" is not a DNS-1123 subdomain (set --node-name or NODE_NAME from the downward API)");
+    return 1;
+  }
+  std::optional<k8s::ClusterAuth> auth;
+  try {
+    auth = services_.find_auth(options_.kubeconfig);
+  } catch (const cni::CniError& e) {
+    util::log_error("agent: ", e.msg());
+    return 1;
+  }
+  if (!auth) {
+    util::log_error("agent: no Kubernetes credentials (no --kubeconfig and not running in a cluster)");
+    return 1;
+  }
+  transport_ = services_.open_transport(*auth);
+  api_ = std::make_unique<k8s::ApiClient>(*transport_, *auth, k8s::RetryPolicy{}, *services_.sleeper, *services_.clock);
+  util::log_verbose("agent: watching the pods of node ", options_.node_name);
+  int failures = 0;
+  bool listed = false;
+  while (!stop_()) {
+    if (!listed) {
+      listed = list_and_reconcile();
+      if (!listed) {
+        if (!wait(backoff(++failures))) break;
+        continue;
+      }
+      failures = 0;
+    }
+    switch (watch_once()) {
+      case WatchEnd::Resume:
+        failures = 0;
+        break;
+      case WatchEnd::Relist:
+        metrics_.watch_restarts_expired.inc();
+        listed = false;
+        break;
+      case WatchEnd::Backoff:
+        metrics_.watch_restarts_error.inc();
+        if (++failures >= 3) set_health(false, "the pod watch keeps failing; retrying");
+        if (!wait(backoff(failures))) return 0;
+        if (resource_version_.empty()) listed = false;
+        break;
+      case WatchEnd::Stopped:
+        return 0;
+    }
+  }
+  util::log_verbose("agent: stopped");
+  return 0;
+}
+
+bool Agent::list_and_reconcile() {
+  Json list;
+  const int before = api_->requests_made();
+  try {
+    list = api_->list_node_pods(options_.node_name);
+  } catch (const cni::CniError& e) {
+    metrics_.api_requests.inc(api_->requests_made() - before);
+    util::log_error("agent: cannot list the pods of node ", options_.node_name, ": ", e.msg());
+    set_health(false, "cannot list pods: " + e.msg());
+    return false;
+  }
+  metrics_.api_requests.inc(api_->requests_made() - before);
+  resource_version_ = metadata_string(list, "resourceVersion");
+  std::map<std::string, PodState> fresh;
+  for (const Json& item : list["items"]) {
+    if (!item.is_object()) continue;
+    const std::string uid = metadata_string(item, "uid");
+    if (uid.empty()) continue;
+    PodState state;
+    if (auto old = pods_.find(uid); old != pods_.end()) state = std::move(old->second);
+    state.pod = item;
+    fresh.emplace(uid, std::move(state));
+  }
+  pods_ = std::move(fresh);
+  metrics_.pods_tracked.set(static_cast<double>(pods_.size()));
+  util::log_verbose("agent: listed ", pods_.size(), " pod(s) at resourceVersion ", resource_version_);
+
+  // Every cached sandbox is reconciled after a (re)list: whatever happened while the agent was not
+  // watching (or not running) is caught up.
+  std::vector<CachedSandbox> sandboxes;
+  try {
+    sandboxes = reconciler_.cached_sandboxes();
+  } catch (const cni::CniError& e) {
+    util::log_error("agent: cannot read the cache in ", options_.cni_dir, ": ", e.msg());
+  }
+  metrics_.sandboxes_tracked.set(static_cast<double>(sandboxes.size()));
+  for (auto& [uid, state] : pods_) {
+    const std::string ns = metadata_string(state.pod, "namespace"), name = metadata_string(state.pod, "name");
+    bool cached = false;
+    for (const CachedSandbox& s : sandboxes) cached = cached || (s.pod.namespace_ == ns && s.pod.name == name);
+    if (cached && !stop_()) reconcile_pod(uid);
+  }
+  set_health(true, "");
+  return true;
+}
+
+Agent::WatchEnd Agent::watch_once() {
+  k8s::WatchDecoder decoder;
+  k8s::StreamOptions so;
+  so.open_timeout = options_.open_timeout;
+  so.idle_timeout = options_.idle_timeout;
+  so.tick = options_.tick;
+  so.on_tick = [this] {
+    run_due_retries();
+    return !stop_();
+  };
+  pending_end_ = WatchEnd::Resume;
+  const int before = api_->requests_made();
+  try {
+    k8s::StreamEnd end = api_->watch_node_pods(
+        options_.node_name, resource_version_, options_.watch_timeout_seconds, so, [&](std::string_view bytes) {
+          try {
+            for (const k8s::WatchEvent& event : decoder.feed(bytes))
+              if (!handle(event)) return false;
+          } catch (const cni::CniError& e) {
+            util::log_error("agent: the pod watch sent something that is not a watch event: ", e.msg(),
+                            "; reconnecting");
+            pending_end_ = WatchEnd::Backoff;
+            return false;
+          }
+          return !stop_();
+        });
+    metrics_.api_requests.inc(api_->requests_made() - before);
+    if (stop_()) return WatchEnd::Stopped;
+    if (end == k8s::StreamEnd::Stopped) return pending_end_;
+    metrics_.watch_restarts_closed.inc();
+    set_health(true, "");
+    return WatchEnd::Resume;
+  } catch (const k8s::ApiError& e) {
+    metrics_.api_requests.inc(api_->requests_made() - before);
+    if (e.http_status() == 410) {
+      util::log_verbose("agent: resourceVersion ", resource_version_, " expired; listing again");
+      return WatchEnd::Relist;
+    }
+    util::log_error("agent: pod watch failed: ", e.msg());
+    return stop_() ? WatchEnd::Stopped : WatchEnd::Backoff;
+  } catch (const cni::CniError& e) {
+    metrics_.api_requests.inc(api_->requests_made() - before);
+    util::log_error("agent: pod watch failed: ", e.msg());
+    return stop_() ? WatchEnd::Stopped : WatchEnd::Backoff;
+  }
+}
+
+bool Agent::handle(const k8s::WatchEvent& event) {
+  if (event.type == "ERROR") {
+    const int code = event.object.value("code", 0);
+    const std::string message = event.object.value("message", std::string());
+    if (code == 410) {
+      util::log_verbose("agent: the watch expired (", message, "); listing again");
+      pending_end_ = WatchEnd::Relist;
+    } else {
+      util::log_error("agent: the pod watch reported an error (", code, "): ", message);
+      pending_end_ = WatchEnd::Backoff;
+    }
+    return false;
+  }
+  const std::string rv = metadata_string(event.object, "resourceVersion");
+  if (event.type == "BOOKMARK") {
+    if (!rv.empty()) resource_version_ = rv;
+    return true;
+  }
+  const std::string uid = metadata_string(event.object, "uid");
+  if (uid.empty() || metadata_string(event.object, "name").empty() ||
+      metadata_string(event.object, "namespace").empty()) {
+    util::log_error("agent: a ", event.type, " event carries no pod (no metadata.uid/name/namespace); reconnecting");
+    pending_end_ = WatchEnd::Backoff;
+    return false;
+  }
+  if (!rv.empty()) resource_version_ = rv;
+  if (event.type == "DELETED") {
+    pods_.erase(uid);
+  } else {
+    PodState& state = pods_[uid];
+    state.pod = event.object;
+    reconcile_pod(uid);
+  }
+  metrics_.pods_tracked.set(static_cast<double>(pods_.size()));
+  return !stop_();
+}
+
+void Agent::reconcile_pod(const std::string& uid) {
+  auto it = pods_.find(uid);
+  if (it == pods_.end()) return;
+  PodState& state = it->second;
+  const std::string annotation = engine::pod_annotation(state.pod, std::string(k8s::kNetworksAnnotation));
+  if (state.invalid_annotation && *state.invalid_annotation == annotation) return;  // told once; waits for a change
+  state.invalid_annotation.reset();
+  const Clock::time_point start = services_.clock->now();
+  ReconcileOutcome outcome = reconciler_.reconcile(state.pod);
+  const Clock::time_point end = services_.clock->now();
+  if (outcome.result != ReconcileResult::NotHere) metrics_.reconcile_duration.observe(seconds_since(start, end));
+  switch (outcome.result) {
+    case ReconcileResult::NotHere:
+      state.failures = 0;
+      return;
+    case ReconcileResult::Unchanged:
+      metrics_.reconciles_unchanged.inc();
+      state.failures = 0;
+      return;
+    case ReconcileResult::Changed:
+      metrics_.reconciles_changed.inc();
+      metrics_.attachments_added.inc(outcome.attached);
+      metrics_.attachments_removed.inc(outcome.detached);
+      state.failures = 0;
+      return;
+    case ReconcileResult::Invalid:
+      metrics_.reconciles_invalid.inc();
+      state.invalid_annotation = annotation;
+      state.failures = 0;
+      return;
+    case ReconcileResult::Failed:
+      metrics_.reconciles_failed.inc();
+      if (outcome.failed_step == "detach") {
+        metrics_.detach_failed.inc();
+      } else if (outcome.failed_step == "attach") {
+        metrics_.attach_failed.inc();
+      }
+      ++state.failures;
+      state.retry_at = end + backoff(state.failures);
+      return;
+  }
+}
+
+void Agent::run_due_retries() {
+  const Clock::time_point now = services_.clock->now();
+  for (auto& [uid, state] : pods_) {
+    if (stop_()) return;
+    if (state.failures > 0 && state.retry_at <= now) reconcile_pod(uid);
+  }
+}
+
+}  // namespace manifold::agent

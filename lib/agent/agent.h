@@ -1,0 +1,92 @@
+// The node agent's control loop: LIST this node's pods (fieldSelector spec.nodeName), reconcile
+// every pod that has a complete sandbox in the cache, then WATCH from the list's resourceVersion
+// with bookmarks, reconciling each pod as its events arrive. A watch that ends is resumed from the
+// last resourceVersion seen; 410 Gone (or an ERROR event saying so) relists; a failed or garbled
+// stream reconnects after a jittered, growing backoff. A pod whose reconcile failed is retried with
+// backoff; one whose annotation is invalid waits until it changes. Every request and the idle
+// stream are bounded. One thread: the stream's wait ticks run the due retries and check for stop.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "agent/metrics.h"
+#include "agent/reconciler.h"
+#include "engine/services.h"
+#include "k8s/api_client.h"
+#include "k8s/retry.h"
+#include "k8s/watch_stream.h"
+
+namespace manifold::agent {
+
+/// Settings of the agent's loop.
+struct AgentOptions {
+  std::string node_name;                           ///< this node (the downward API's spec.nodeName)
+  std::string kubeconfig;                          ///< the agent's credentials ("" = in-cluster)
+  std::string cni_dir = "/var/lib/cni/manifold";   ///< the cache the CNI binary writes
+  int watch_timeout_seconds = 300;                 ///< the server ends each WATCH after this long
+  std::chrono::milliseconds idle_timeout{90000};   ///< a stream silent this long (no event, no bookmark) is dropped
+  std::chrono::milliseconds open_timeout{10000};   ///< bound of opening a WATCH
+  std::chrono::milliseconds tick{200};             ///< how often a waiting stream checks for stop and retries
+  std::chrono::milliseconds initial_backoff{500};  ///< first wait after a failure (reconnect or retry)
+  std::chrono::milliseconds max_backoff{30000};    ///< longest wait after repeated failures
+};
+
+/// What /healthz reports about the loop.
+struct AgentHealth {
+  bool ok = false;     ///< synced with the API server and watching (or resuming)
+  std::string reason;  ///< why not
+};
+
+/// The node agent's loop.
+class Agent {
+ public:
+  /// Works through `services` and updates `metrics`; both must outlive it.
+  Agent(const engine::Services& services, AgentOptions options, AgentMetrics& metrics);
+  /// Runs until `stop` returns true (checked at least every options.tick). Returns 0, or 1 when it
+  /// cannot start (no credentials, invalid node name).
+  int run(const std::function<bool()>& stop);
+  /// The loop's health; safe to call from another thread.
+  AgentHealth health() const;
+
+ private:
+  /// What the loop knows about one pod.
+  struct PodState {
+    Json pod;                                          ///< the pod as last seen
+    int failures = 0;                                  ///< reconciles failed in a row
+    std::chrono::steady_clock::time_point retry_at{};  ///< next retry when failures > 0
+    std::optional<std::string> invalid_annotation;     ///< the annotation found invalid, if any
+  };
+
+  bool list_and_reconcile();
+  enum class WatchEnd { Resume, Relist, Backoff, Stopped };
+  WatchEnd watch_once();
+  bool handle(const k8s::WatchEvent& event);
+  void reconcile_pod(const std::string& uid);
+  void run_due_retries();
+  void set_health(bool ok, std::string reason);
+  std::chrono::milliseconds backoff(int failures);
+  bool wait(std::chrono::milliseconds duration);
+
+  const engine::Services& services_;
+  AgentOptions options_;
+  AgentMetrics& metrics_;
+  Reconciler reconciler_;
+  std::function<bool()> stop_;
+  std::unique_ptr<k8s::HttpTransport> transport_;
+  std::unique_ptr<k8s::ApiClient> api_;
+  k8s::RandomJitter jitter_;
+  std::string resource_version_;
+  std::map<std::string, PodState> pods_;  ///< by pod UID
+  WatchEnd pending_end_ = WatchEnd::Resume;
+  mutable std::mutex health_mu_;
+  AgentHealth health_;
+};
+
+}  // namespace manifold::agent

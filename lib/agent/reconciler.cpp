@@ -1,0 +1,283 @@
+// Implementation of the reconcile of one pod: find its complete entries, and for each, under the
+// container's lock, plan every attachment before anything changes, detach, attach in a
+// transaction, write the network-status when it differs, send the events.
+#include "agent/reconciler.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "agent/network_diff.h"
+#include "cni/error.h"
+#include "cni/netconf.h"
+#include "engine/cached.h"
+#include "engine/detach.h"
+#include "engine/entry_state.h"
+#include "engine/kube_access.h"
+#include "engine/plan.h"
+#include "engine/pod_networks.h"
+#include "engine/pod_status.h"
+#include "engine/session.h"
+#include "engine/transaction.h"
+#include "k8s/isolation.h"
+#include "k8s/network_status.h"
+#include "k8s/pod_object.h"
+#include "k8s/selection.h"
+#include "util/log.h"
+
+namespace manifold::agent {
+
+namespace {
+
+using cni::CniError;
+using cni::ErrorCode;
+
+/// A reconcile step that cannot succeed before the annotation changes.
+struct InvalidRequest {
+  std::string message;
+};
+
+/// The addresses of an attachment's result, for its event ("10.1.1.5/24 fd00::5/64").
+std::string addresses_of(const store::AttachmentRecord& a) {
+  std::string out;
+  try {
+    for (const auto& ip : engine::decode_attachment_result(a).ips) out += (out.empty() ? "" : " ") + ip.address;
+  } catch (const CniError&) {
+    // an undecodable result lists no addresses
+  }
+  return out;
+}
+
+/// Removes the attachments at `indices` (ascending) of `record` from the pod: scoping, then the
+/// delegate's DEL. Those whose removal failed stay recorded; `removed` gets the others. Saves the
+/// record, then throws the first failure.
+void detach(engine::Session& session, const engine::Services& services, const cni::Invocation& inv,
+            const std::string& netns, store::ContainerRecord& record, const std::vector<std::size_t>& indices,
+            std::vector<store::AttachmentRecord>& removed) {
+  store::ContainerRecord gone = record;
+  gone.attachments.clear();
+  for (std::size_t i : indices) gone.attachments.push_back(record.attachments[i]);
+  engine::ScopingSession scoping(services, netns);
+  std::optional<CniError> error;
+  auto failed = engine::delete_attachments(*session.runner, inv, gone, netns, error, &scoping.env);
+  auto is_failed = [&](const store::AttachmentRecord& a) {
+    return std::any_of(failed.begin(), failed.end(), [&](const auto& f) { return f.ifname == a.ifname; });
+  };
+  std::vector<store::AttachmentRecord> kept;
+  for (std::size_t i = 0; i < record.attachments.size(); ++i) {
+    const auto& a = record.attachments[i];
+    const bool detaching = std::find(indices.begin(), indices.end(), i) != indices.end();
+    if (!detaching || is_failed(a)) {
+      kept.push_back(a);
+    } else {
+      removed.push_back(a);
+    }
+  }
+  record.attachments = std::move(kept);
+  session.cache->save(record);
+  if (error) throw *error;
+}
+
+/// Sends the AddedInterface / RemovedInterface events of one reconcile (best effort, in order).
+void send_change_events(engine::KubeAccess& kube, const cni::PodRef& ref, const Json& pod,
+                        const std::vector<store::AttachmentRecord>& removed,
+                        const std::vector<store::AttachmentRecord>& added) {
+  std::size_t n = 0;
+  for (const auto& a : removed)
+    if (!engine::send_event(kube, ref, pod, "RemovedInterface", "Normal", "Remove " + a.ifname + " from " + a.name,
+                            n++))
+      return;
+  for (const auto& a : added)
+    if (!engine::send_event(kube, ref, pod, "AddedInterface", "Normal",
+                            "Add " + a.ifname + " [" + addresses_of(a) + "] from " + a.name, n++))
+      return;
+}
+
+ReconcileResult worse(ReconcileResult a, ReconcileResult b) {
+  auto rank = [](ReconcileResult r) {
+    switch (r) {
+      case ReconcileResult::NotHere:
+        return 0;
+      case ReconcileResult::Unchanged:
+        return 1;
+      case ReconcileResult::Changed:
+        return 2;
+      case ReconcileResult::Invalid:
+        return 3;
+      case ReconcileResult::Failed:
+        return 4;
+    }
+    return 0;
+  };
+  return rank(a) >= rank(b) ? a : b;
+}
+
+}  // namespace
+
+const char* result_name(ReconcileResult result) {
+  switch (result) {
+    case ReconcileResult::NotHere:
+      return "not-here";
+    case ReconcileResult::Unchanged:
+      return "unchanged";
+    case ReconcileResult::Changed:
+      return "changed";
+    case ReconcileResult::Failed:
+      return "failed";
+    case ReconcileResult::Invalid:
+      return "invalid";
+  }
+  return "";
+}
+
+Reconciler::Reconciler(const engine::Services& services, ReconcilerOptions options)
+    : services_(services), options_(std::move(options)) {}
+
+std::vector<CachedSandbox> Reconciler::cached_sandboxes() {
+  std::vector<CachedSandbox> out;
+  auto cache = services_.open_cache(options_.cni_dir);
+  for (const store::EntryKey& key : cache->list()) {
+    try {
+      auto record = cache->load(key);
+      if (!record || engine::entry_state(*record) != engine::EntryState::Complete) continue;
+      if (auto pod = engine::entry_pod(*record)) out.push_back({key, *pod});
+    } catch (const CniError& e) {
+      util::log_warning("skipping the cache entry ", key.str(), ": ", e.msg());
+    }
+  }
+  return out;
+}
+
+ReconcileOutcome Reconciler::reconcile(const Json& pod) {
+  ReconcileOutcome total;
+  const std::string ns = k8s::pod_metadata_string(pod, "namespace");
+  const std::string name = k8s::pod_metadata_string(pod, "name");
+  const std::string uid = k8s::pod_metadata_string(pod, "uid");
+  std::vector<CachedSandbox> sandboxes;
+  try {
+    sandboxes = cached_sandboxes();
+  } catch (const CniError& e) {
+    total.result = ReconcileResult::Failed;
+    total.message = "cannot read the cache in " + options_.cni_dir + ": " + e.msg();
+    return total;
+  }
+  for (const CachedSandbox& s : sandboxes) {
+    if (s.pod.namespace_ != ns || s.pod.name != name || (!s.pod.uid.empty() && s.pod.uid != uid)) continue;
+    ReconcileOutcome one = reconcile_entry(s.key, pod);
+    if (one.result == ReconcileResult::NotHere) continue;
+    ++total.sandboxes;
+    total.attached += one.attached;
+    total.detached += one.detached;
+    if (worse(one.result, total.result) != total.result) {
+      total.message = one.message;
+      total.failed_step = one.failed_step;
+    }
+    total.result = worse(one.result, total.result);
+  }
+  return total;
+}
+
+ReconcileOutcome Reconciler::reconcile_entry(const store::EntryKey& key, const Json& pod) {
+  ReconcileOutcome out;
+  std::optional<cni::Invocation> inv;
+  try {
+    auto first = services_.open_cache(options_.cni_dir)->load(key);
+    if (!first || engine::entry_state(*first) != engine::EntryState::Complete) return out;
+    inv = engine::recorded_invocation(*first);
+    if (!inv) return out;
+  } catch (const CniError& e) {
+    out.result = ReconcileResult::Failed;
+    out.message = "cannot read the cache entry " + key.str() + ": " + e.msg();
+    return out;
+  }
+  const cni::PodRef ref = cni::pod_ref_from(inv->args);
+  std::optional<engine::KubeAccess> kube;
+  std::string step = "attach";
+  try {
+    cni::MetaConfig config = cni::parse_meta_config(inv->config);
+    config.kubeconfig = options_.kubeconfig;
+    engine::Session session = engine::open_session(services_, std::move(config), *inv);
+    kube.emplace(services_, session.config);
+    if (!kube->configured())
+      throw CniError(ErrorCode::InvalidConfig, "the agent has no Kubernetes credentials (kubeconfig or in-cluster)");
+
+    std::vector<k8s::SelectionElement> desired;
+    try {
+      desired = k8s::parse_networks_annotation(engine::pod_annotation(pod, std::string(k8s::kNetworksAnnotation)),
+                                               ref.namespace_);
+    } catch (const CniError& e) {
+      throw InvalidRequest{e.msg()};
+    }
+
+    auto lock = session.cache->lock(inv->container_id);
+    auto record = session.cache->load(key);
+    if (!record || engine::entry_state(*record) != engine::EntryState::Complete) return out;
+    const std::string netns = engine::del_netns(record->netns);
+    if (netns.empty()) return out;  // the sandbox is going away; its DEL cleans up
+    out.result = ReconcileResult::Unchanged;
+
+    NetworkDiff diff = diff_networks(desired, *record);
+    step = diff.attach.empty() ? "detach" : "attach";  // planning failures count against what was planned
+    std::vector<store::AttachmentRecord> removed, added;
+    if (!diff.empty()) {
+      // Everything that can fail without touching the pod, first.
+      for (const PlannedAttach& p : diff.attach)
+        if (p.element.has_default_route)
+          throw InvalidRequest{"network " + p.element.namespace_ + "/" + p.element.name +
+                               " asks for default-route, which manifold does not change on a running pod"};
+      std::vector<engine::Attachment> adds;
+      for (const PlannedAttach& p : diff.attach)
+        adds.push_back(engine::resolve_selected_network(session.config, *inv, *kube, p.element, p.ifname));
+      std::vector<scoping::ScopingPlan> plans = engine::plan_attachments_scoping(session.config.scoping, adds);
+      engine::preflight_plugins(session, adds);
+
+      step = "detach";
+      if (!diff.detach.empty()) {
+        try {
+          detach(session, services_, *inv, netns, *record, diff.detach, removed);
+        } catch (...) {
+          send_change_events(*kube, ref, pod, removed, {});
+          throw;
+        }
+      }
+      step = "attach";
+      if (!adds.empty()) {
+        const std::size_t before = record->attachments.size();
+        engine::AttachTransaction tx(services_, session, *inv, *record);
+        for (std::size_t i = 0; i < adds.size(); ++i) tx.attach(adds[i], plans[i]);
+        tx.commit();
+        *record = tx.record();
+        added.assign(record->attachments.begin() + static_cast<long>(before), record->attachments.end());
+      }
+      out.attached = static_cast<int>(added.size());
+      out.detached = static_cast<int>(removed.size());
+      out.result = ReconcileResult::Changed;
+      util::log_verbose("pod ", ref.namespace_, "/", ref.name, " (", key.str(), "): attached ", added.size(),
+                        ", detached ", removed.size(), " network(s)");
+    }
+
+    step = "status";
+    if (!k8s::is_system_namespace(k8s::namespace_policy_from_config(session.config), ref.namespace_)) {
+      std::string value = k8s::render_network_status(engine::status_inputs(*record, *services_.files));
+      if (value != engine::pod_annotation(pod, k8s::kNetworkStatusAnnotation)) {
+        engine::write_network_status(*kube, ref, pod, value);
+        out.result = ReconcileResult::Changed;
+      }
+    }
+    send_change_events(*kube, ref, pod, removed, added);
+  } catch (const InvalidRequest& e) {
+    out.result = ReconcileResult::Invalid;
+    out.message = e.message;
+    util::log_warning("pod ", ref.namespace_, "/", ref.name, ": ", e.message, "; waiting for its annotation to change");
+    if (kube) engine::send_warning_event(*kube, ref, pod, "InvalidNetworks", e.message);
+  } catch (const CniError& e) {
+    out.result = ReconcileResult::Failed;
+    out.message = e.msg();
+    out.failed_step = step;
+    util::log_error("pod ", ref.namespace_, "/", ref.name, " (", key.str(), "): network change failed: ", e.msg());
+    if (kube && kube->configured())
+      engine::send_warning_event(*kube, ref, pod, "NetworkChangeFailed", "network change failed: " + e.msg());
+  }
+  return out;
+}
+
+}  // namespace manifold::agent

@@ -1,0 +1,74 @@
+// Reconciling one pod on this node: for every sandbox of the pod whose cache entry is complete,
+// bring its attachments in line with the pod's networks annotation (network_diff.h) through the
+// attachment engine — removed networks detached first (scoping removed, delegate DEL, IPs released),
+// added ones attached in one transaction that rolls back on any failure — under the same
+// per-container lock the CNI verbs take; then write the network-status when it differs from what
+// the cache records, and send an AddedInterface / RemovedInterface event per change. Entries still
+// being added, being deleted or written by an older manifold are left alone.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cni/cni_args.h"
+#include "engine/services.h"
+#include "store/record.h"
+#include "util/json.h"
+
+namespace manifold::agent {
+
+/// What reconciling a pod came to.
+enum class ReconcileResult {
+  NotHere,    ///< no complete cache entry of the pod on this node: nothing to do
+  Unchanged,  ///< attachments and network-status already matched
+  Changed,    ///< networks were attached or detached, or the network-status was corrected
+  Failed,     ///< a step failed (the pod is left as the cache records it); worth retrying
+  Invalid,    ///< the networks annotation cannot be parsed: not retried until it changes
+};
+
+/// The outcome of one reconcile.
+struct ReconcileOutcome {
+  ReconcileResult result = ReconcileResult::NotHere;
+  int attached = 0;         ///< networks attached
+  int detached = 0;         ///< networks detached
+  int sandboxes = 0;        ///< complete entries of the pod found
+  std::string failed_step;  ///< "attach", "detach" or "status" when the result is Failed
+  std::string message;      ///< why it failed or is invalid
+};
+
+/// Settings every reconcile uses.
+struct ReconcilerOptions {
+  std::string cni_dir = "/var/lib/cni/manifold";  ///< the cache the CNI binary writes
+  std::string kubeconfig;                         ///< the agent's credentials ("" = in-cluster)
+};
+
+/// The pod a cache entry belongs to, with the entry's key.
+struct CachedSandbox {
+  store::EntryKey key;  ///< the entry
+  cni::PodRef pod;      ///< the pod its ADD was called for
+};
+
+/// Reconciles pods against the node's cache.
+class Reconciler {
+ public:
+  /// Works through `services` (which must outlive it) on the cache in `options.cni_dir`.
+  Reconciler(const engine::Services& services, ReconcilerOptions options);
+  /// Brings every complete sandbox of `pod` (a Pod object as the API serves it) in line with its
+  /// networks annotation, then its network-status. Never throws for the pod's or the node's
+  /// state: failures are in the outcome (and sent as Warning events where the pod can be told).
+  ReconcileOutcome reconcile(const Json& pod);
+  /// Every complete entry of the cache with the pod it belongs to (unreadable entries are skipped,
+  /// logged).
+  std::vector<CachedSandbox> cached_sandboxes();
+
+ private:
+  ReconcileOutcome reconcile_entry(const store::EntryKey& key, const Json& pod);
+
+  const engine::Services& services_;
+  ReconcilerOptions options_;
+};
+
+/// The name of a reconcile result, for logs and metric labels ("unchanged", "changed", ...).
+const char* result_name(ReconcileResult result);
+
+}  // namespace manifold::agent

@@ -1,0 +1,88 @@
+// Implementation of the entry's self-description: the "state", "config" and "runtimeArgs" keys of
+// the entry's extra object.
+#include "engine/entry_state.h"
+
+#include "cni/error.h"
+#include "util/json_parse.h"
+
+namespace manifold::engine {
+
+namespace {
+
+constexpr const char* kState = "state";
+constexpr const char* kConfig = "config";
+constexpr const char* kRuntimeArgs = "runtimeArgs";
+
+const char* state_name(EntryState state) {
+  switch (state) {
+    case EntryState::Adding:
+      return "adding";
+    case EntryState::Complete:
+      return "complete";
+    case EntryState::Deleting:
+      return "deleting";
+    case EntryState::Unknown:
+      break;
+  }
+  return "";
+}
+
+// The string at `key` of the entry's extra object, or nullopt.
+std::optional<std::string> extra_string(const store::ContainerRecord& record, const char* key) {
+  auto it = record.extra.find(key);
+  if (it == record.extra.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+}  // namespace
+
+EntryState entry_state(const store::ContainerRecord& record) {
+  const std::string state = extra_string(record, kState).value_or("");
+  for (EntryState s : {EntryState::Adding, EntryState::Complete, EntryState::Deleting})
+    if (state == state_name(s)) return s;
+  return EntryState::Unknown;
+}
+
+void set_entry_state(store::ContainerRecord& record, EntryState state) {
+  if (state == EntryState::Unknown) {
+    record.extra.erase(kState);
+  } else {
+    record.extra[kState] = state_name(state);
+  }
+}
+
+void record_invocation(store::ContainerRecord& record, const cni::Invocation& inv) {
+  record.extra[kConfig] = inv.stdin_data;
+  record.extra[kRuntimeArgs] = inv.args_text;
+}
+
+std::optional<cni::PodRef> entry_pod(const store::ContainerRecord& record) {
+  auto args = extra_string(record, kRuntimeArgs);
+  if (!args) return std::nullopt;
+  cni::PodRef ref = cni::pod_ref_from(cni::CniArgs::parse(*args));
+  if (!ref.known()) return std::nullopt;
+  return ref;
+}
+
+std::optional<cni::Invocation> recorded_invocation(const store::ContainerRecord& record) {
+  auto config = extra_string(record, kConfig);
+  auto args = extra_string(record, kRuntimeArgs);
+  if (!config || !args) return std::nullopt;
+  cni::Invocation inv;
+  inv.command = cni::Command::Add;
+  inv.container_id = record.container_id;
+  inv.netns = record.netns;
+  inv.ifname = record.ifname;
+  inv.path = record.cni_path;
+  inv.args_text = *args;
+  inv.args = cni::CniArgs::parse(*args);
+  inv.stdin_data = *config;
+  inv.config = util::parse_json_bounded(*config);
+  if (inv.config.is_discarded() || !inv.config.is_object())
+    throw cni::CniError(cni::ErrorCode::Decoding,
+                        "the cache entry " + record.key().str() + " records a config that is not a JSON object");
+  inv.version = record.cni_version;
+  return inv;
+}
+
+}  // namespace manifold::engine

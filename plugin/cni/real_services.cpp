@@ -1,0 +1,48 @@
+// Implementation of the real services: each factory opens the production implementation of its
+// interface.
+#include "plugin/cni/real_services.h"
+
+#include <unistd.h>
+
+#include "firewall/runner.h"
+#include "k8s/beast_transport.h"
+#include "netlink/real_net_ops.h"
+#include "store/cache.h"
+#include "util/clock.h"
+#include "util/env.h"
+
+extern char** environ;
+
+namespace manifold::plugin {
+
+engine::Services real_services(exec::ProcessRunner& runner) {
+  engine::Services s;
+  s.runner = &runner;
+  s.open_cache = [](const std::string& dir) -> std::unique_ptr<store::Cache> {
+    return std::make_unique<store::FileCache>(dir);
+  };
+  s.open_netns = [](const std::string& path) -> std::unique_ptr<netlink::NetOps> {
+    return std::make_unique<netlink::RealNetOps>(path);
+  };
+  s.open_iptables = [](const std::string& netns, int wait) -> std::unique_ptr<firewall::IptablesRunner> {
+    firewall::RealIptablesRunner::Options options;
+    options.netns_path = netns;
+    options.lock_wait_seconds = wait;
+    return std::make_unique<firewall::RealIptablesRunner>(options);
+  };
+  s.file_exists = [](const std::string& path) { return ::access(path.c_str(), F_OK) == 0; };
+  s.files = std::make_shared<util::RealFileReader>();
+  s.find_auth = [files = s.files](const std::string& kubeconfig) {
+    util::ProcessEnv env;
+    return k8s::find_cluster_auth(kubeconfig, env, *files);
+  };
+  s.open_transport = [](const k8s::ClusterAuth& auth) -> std::unique_ptr<k8s::HttpTransport> {
+    return std::make_unique<k8s::BeastTransport>(auth);
+  };
+  s.sleeper = std::make_shared<util::RealSleeper>();
+  s.clock = std::make_shared<util::SteadyClock>();
+  for (char** e = environ; e && *e; ++e) s.environment.emplace_back(*e);
+  return s;
+}
+
+}  // namespace manifold::plugin
