@@ -33,12 +33,13 @@ const Json& recorded_selection(const store::AttachmentRecord& attachment) {
   return *it;
 }
 
-NetworkDiff diff_networks(const std::vector<k8s::SelectionElement>& desired, const store::ContainerRecord& record) {
-  const auto& attachments = record.attachments;
-  std::vector<bool> kept(attachments.size(), false);              // matched, left as it is
-  std::vector<std::optional<std::size_t>> match(desired.size());  // desired element → attachment
-  NetworkDiff diff;
+namespace {
 
+/// Matches elements to attachments (see the header): the attachment each element keeps, if any.
+std::vector<std::optional<std::size_t>> match_elements(const std::vector<k8s::SelectionElement>& desired,
+                                                       const std::vector<store::AttachmentRecord>& attachments) {
+  std::vector<bool> taken(attachments.size(), false);
+  std::vector<std::optional<std::size_t>> match(desired.size());
   // 1. Elements with an interface name: the attachment of the same NAD on that name.
   // 2. Elements without: the first unmatched attachment of the same NAD made by an unnamed element.
   for (bool with_name : {true, false}) {
@@ -49,14 +50,26 @@ NetworkDiff diff_networks(const std::vector<k8s::SelectionElement>& desired, con
         const Json& sel = recorded_selection(attachments[i]);
         // An attachment without a result is a hot-plug the agent did not finish: never matched,
         // so it is detached (its DEL releases whatever the delegate got to) and attached again.
-        if (kept[i] || sel.is_null() || attachments[i].result.empty() || nad_of(sel) != nad) continue;
+        if (taken[i] || sel.is_null() || attachments[i].result.empty() || nad_of(sel) != nad) continue;
         if (with_name ? attachments[i].ifname != desired[e].interface : named(sel)) continue;
-        kept[i] = true;
+        taken[i] = true;
         match[e] = i;
         break;
       }
     }
   }
+  return match;
+}
+
+}  // namespace
+
+NetworkDiff diff_networks(const std::vector<k8s::SelectionElement>& desired, const store::ContainerRecord& record) {
+  const auto& attachments = record.attachments;
+  std::vector<std::optional<std::size_t>> match = match_elements(desired, attachments);
+  std::vector<bool> kept(attachments.size(), false);  // matched, left as it is
+  for (const auto& m : match)
+    if (m) kept[*m] = true;
+  NetworkDiff diff;
 
   // A matched element asking for something else now is detached and attached again on its name.
   std::vector<std::string> reattach_name(desired.size());

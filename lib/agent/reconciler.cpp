@@ -92,6 +92,81 @@ void send_change_events(engine::KubeAccess& kube, const cni::PodRef& ref, const 
       return;
 }
 
+/// One entry's hot-plug in progress: what it works with, and what it changed so far.
+struct Change {
+  const engine::Services& services;
+  engine::Session& session;
+  engine::KubeAccess& kube;
+  const cni::Invocation& inv;  ///< the ADD the entry records
+  const cni::PodRef ref;
+  const Json& pod;
+  const std::string netns;                       ///< the sandbox's namespace, which exists
+  store::ContainerRecord record;                 ///< the entry as it stands
+  std::vector<store::AttachmentRecord> removed;  ///< detached so far
+  std::vector<store::AttachmentRecord> added;    ///< attached (after the commit)
+};
+
+/// Applies `diff` to the pod: every attachment planned before anything changes (a default-route
+/// request is invalid here), then the detachments, then the attachments in one transaction. `step`
+/// tells which part failed.
+void apply_diff(Change& c, const NetworkDiff& diff, std::string& step) {
+  for (const PlannedAttach& p : diff.attach)
+    if (p.element.has_default_route)
+      throw InvalidRequest{"network " + p.element.namespace_ + "/" + p.element.name +
+                           " asks for default-route, which manifold does not change on a running pod"};
+  std::vector<engine::Attachment> adds;
+  for (const PlannedAttach& p : diff.attach)
+    adds.push_back(engine::resolve_selected_network(c.session.config, c.inv, c.kube, p.element, p.ifname));
+  std::vector<scoping::ScopingPlan> plans = engine::plan_attachments_scoping(c.session.config.scoping, adds);
+  engine::preflight_plugins(c.session, adds);
+
+  step = "detach";
+  if (!diff.detach.empty()) {
+    try {
+      detach(c.session, c.services, c.inv, c.netns, c.record, diff.detach, c.removed);
+    } catch (...) {
+      send_change_events(c.kube, c.ref, c.pod, c.removed, {});
+      throw;
+    }
+  }
+  step = "attach";
+  if (adds.empty()) return;
+  const std::size_t before = c.record.attachments.size();
+  engine::AttachTransaction tx(c.services, c.session, c.inv, c.record);
+  for (std::size_t i = 0; i < adds.size(); ++i) tx.attach(adds[i], plans[i]);
+  tx.commit();
+  c.record = tx.record();
+  c.added.assign(c.record.attachments.begin() + static_cast<long>(before), c.record.attachments.end());
+}
+
+/// Writes the network-status the entry records when the pod shows another (not for pods of
+/// systemNamespaces, as ADD). Returns true when it wrote.
+bool write_status_if_changed(Change& c) {
+  if (k8s::is_system_namespace(k8s::namespace_policy_from_config(c.session.config), c.ref.namespace_)) return false;
+  std::string value = k8s::render_network_status(engine::status_inputs(c.record, *c.services.files));
+  if (value == engine::pod_annotation(c.pod, k8s::kNetworkStatusAnnotation)) return false;
+  engine::write_network_status(c.kube, c.ref, c.pod, value);
+  return true;
+}
+
+/// The invocation a complete entry records; nullopt for an entry that is missing, not complete,
+/// or records none.
+std::optional<cni::Invocation> complete_entry_invocation(store::Cache& cache, const store::EntryKey& key) {
+  auto record = cache.load(key);
+  if (!record || engine::entry_state(*record) != engine::EntryState::Complete) return std::nullopt;
+  return engine::recorded_invocation(*record);
+}
+
+/// The pod's networks annotation, parsed; InvalidRequest when it cannot be.
+std::vector<k8s::SelectionElement> desired_networks(const Json& pod, const cni::PodRef& ref) {
+  try {
+    return k8s::parse_networks_annotation(engine::pod_annotation(pod, std::string(k8s::kNetworksAnnotation)),
+                                          ref.namespace_);
+  } catch (const CniError& e) {
+    throw InvalidRequest{e.msg()};
+  }
+}
+
 ReconcileResult worse(ReconcileResult a, ReconcileResult b) {
   auto rank = [](ReconcileResult r) {
     switch (r) {
@@ -180,9 +255,7 @@ ReconcileOutcome Reconciler::reconcile_entry(const store::EntryKey& key, const J
   ReconcileOutcome out;
   std::optional<cni::Invocation> inv;
   try {
-    auto first = services_.open_cache(options_.cni_dir)->load(key);
-    if (!first || engine::entry_state(*first) != engine::EntryState::Complete) return out;
-    inv = engine::recorded_invocation(*first);
+    inv = complete_entry_invocation(*services_.open_cache(options_.cni_dir), key);
     if (!inv) return out;
   } catch (const CniError& e) {
     out.result = ReconcileResult::Failed;
@@ -200,70 +273,29 @@ ReconcileOutcome Reconciler::reconcile_entry(const store::EntryKey& key, const J
     if (!kube->configured())
       throw CniError(ErrorCode::InvalidConfig, "the agent has no Kubernetes credentials (kubeconfig or in-cluster)");
 
-    std::vector<k8s::SelectionElement> desired;
-    try {
-      desired = k8s::parse_networks_annotation(engine::pod_annotation(pod, std::string(k8s::kNetworksAnnotation)),
-                                               ref.namespace_);
-    } catch (const CniError& e) {
-      throw InvalidRequest{e.msg()};
-    }
+    const std::vector<k8s::SelectionElement> desired = desired_networks(pod, ref);
 
     auto lock = session.cache->lock(inv->container_id);
-    auto record = session.cache->load(key);
+    auto record = session.cache->load(key);  // again, under the lock: a DEL may have begun
     if (!record || engine::entry_state(*record) != engine::EntryState::Complete) return out;
     const std::string netns = engine::del_netns(record->netns);
     if (netns.empty()) return out;  // the sandbox is going away; its DEL cleans up
     out.result = ReconcileResult::Unchanged;
 
-    NetworkDiff diff = diff_networks(desired, *record);
+    Change change{services_, session, *kube, *inv, ref, pod, netns, std::move(*record), {}, {}};
+    NetworkDiff diff = diff_networks(desired, change.record);
     step = diff.attach.empty() ? "detach" : "attach";  // planning failures count against what was planned
-    std::vector<store::AttachmentRecord> removed, added;
     if (!diff.empty()) {
-      // Everything that can fail without touching the pod, first.
-      for (const PlannedAttach& p : diff.attach)
-        if (p.element.has_default_route)
-          throw InvalidRequest{"network " + p.element.namespace_ + "/" + p.element.name +
-                               " asks for default-route, which manifold does not change on a running pod"};
-      std::vector<engine::Attachment> adds;
-      for (const PlannedAttach& p : diff.attach)
-        adds.push_back(engine::resolve_selected_network(session.config, *inv, *kube, p.element, p.ifname));
-      std::vector<scoping::ScopingPlan> plans = engine::plan_attachments_scoping(session.config.scoping, adds);
-      engine::preflight_plugins(session, adds);
-
-      step = "detach";
-      if (!diff.detach.empty()) {
-        try {
-          detach(session, services_, *inv, netns, *record, diff.detach, removed);
-        } catch (...) {
-          send_change_events(*kube, ref, pod, removed, {});
-          throw;
-        }
-      }
-      step = "attach";
-      if (!adds.empty()) {
-        const std::size_t before = record->attachments.size();
-        engine::AttachTransaction tx(services_, session, *inv, *record);
-        for (std::size_t i = 0; i < adds.size(); ++i) tx.attach(adds[i], plans[i]);
-        tx.commit();
-        *record = tx.record();
-        added.assign(record->attachments.begin() + static_cast<long>(before), record->attachments.end());
-      }
-      out.attached = static_cast<int>(added.size());
-      out.detached = static_cast<int>(removed.size());
+      apply_diff(change, diff, step);
+      out.attached = static_cast<int>(change.added.size());
+      out.detached = static_cast<int>(change.removed.size());
       out.result = ReconcileResult::Changed;
-      util::log_verbose("pod ", ref.namespace_, "/", ref.name, " (", key.str(), "): attached ", added.size(),
-                        ", detached ", removed.size(), " network(s)");
+      util::log_verbose("pod ", ref.namespace_, "/", ref.name, " (", key.str(), "): attached ", change.added.size(),
+                        ", detached ", change.removed.size(), " network(s)");
     }
-
     step = "status";
-    if (!k8s::is_system_namespace(k8s::namespace_policy_from_config(session.config), ref.namespace_)) {
-      std::string value = k8s::render_network_status(engine::status_inputs(*record, *services_.files));
-      if (value != engine::pod_annotation(pod, k8s::kNetworkStatusAnnotation)) {
-        engine::write_network_status(*kube, ref, pod, value);
-        out.result = ReconcileResult::Changed;
-      }
-    }
-    send_change_events(*kube, ref, pod, removed, added);
+    if (write_status_if_changed(change)) out.result = ReconcileResult::Changed;
+    send_change_events(*kube, ref, pod, change.removed, change.added);
   } catch (const InvalidRequest& e) {
     out.result = ReconcileResult::Invalid;
     out.message = e.message;

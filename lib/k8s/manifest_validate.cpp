@@ -1,7 +1,6 @@
 // Implementation of manifest validation: YAML/JSON loading into Json, NAD object checks with paths
-// into the embedded spec.config, pod annotation checks through the ADD path's parser, the checks of
-// manifold's ClusterRole and agent DaemonSet (their helpers are inline in the header), and dispatch
-// by kind.
+// into the embedded spec.config, pod annotation checks through the ADD path's parser, and dispatch
+// by kind (manifold's ClusterRole and agent DaemonSet go to k8s/deploy_validate.h).
 #include "k8s/manifest_validate.h"
 
 #include <yaml-cpp/yaml.h>
@@ -10,6 +9,7 @@
 #include <regex>
 
 #include "cni/error.h"
+#include "k8s/deploy_validate.h"
 #include "k8s/nad_config.h"
 #include "k8s/selection.h"
 
@@ -242,77 +242,6 @@ void validate_pod_annotations(const Json& metadata, const std::string& metadata_
       }
     }
   }
-}
-
-bool is_manifold_cluster_role(const Json& role) {
-  return string_at(role, {"kind"}) == "ClusterRole" && (string_at(role, {"metadata", "name"}).starts_with("manifold") ||
-                                                        string_at(role, {"metadata", "labels", "app"}) == "manifold");
-}
-
-void validate_cluster_role(const Json& role, cni::Problems& out) {
-  struct Need {
-    const char* group;
-    const char* resource;
-    std::vector<std::string> verbs;
-    const char* why;
-  };
-  const char* multus = "keeping the role interchangeable with Multus's";
-  const Need needs[] = {{"", "pods", {"get"}, "reading the pod's network selection annotations"},
-                        {"", "pods", {"update"}, multus},
-                        {"", "pods", {"list", "watch"}, "the node agent's pod watch (hot-plug)"},
-                        {"", "pods/status", {"get"}, multus},
-                        {"", "pods/status", {"update"}, "writing network-status"},
-                        {"", "events", {"create"}, "the AddedInterface/RemovedInterface events on pods"},
-                        {kNadGroup, kNads, {"get", "list"}, "reading the networks pods select"}};
-  if (find_path(role, {"aggregationRule"})) return;  // the controller fills the rules in
-  const Json* rules = find_path(role, {"rules"});
-  if (rules && !rules->is_array()) return add(out, "$.rules", "must be a list of rules");
-  for (const auto& need : needs) {
-    std::string missing;
-    for (const auto& verb : need.verbs) {
-      bool granted = rules && std::any_of(rules->begin(), rules->end(), [&](const Json& rule) {
-                       return !find_path(rule, {"resourceNames"}) && rbac_grants(rule, need.group, need.resource, verb);
-                     });
-      if (!granted) missing += (missing.empty() ? "" : "/") + verb;
-    }
-    if (!missing.empty())
-      add(out, "$.rules", std::string(need.resource) + " " + missing + ": not granted; needed for " + need.why);
-  }
-  for (size_t i = 0; rules && i < rules->size(); ++i)
-    if (std::string extra = rbac_excess((*rules)[i]); !extra.empty())
-      add(out, cni::json_path_index("$.rules", i), "grants more than manifold needs: " + extra, true);
-}
-
-void validate_agent_daemonset(const Json& daemonset, cni::Problems& out) {
-  const Json* pod = find_path(daemonset, {"spec", "template", "spec"});
-  const Json* containers = pod ? find_path(*pod, {"containers"}) : nullptr;
-  if (!containers || !containers->is_array()) return;
-  const std::string base = "$.spec.template.spec";
-  bool agent = false;
-  for (size_t i = 0; i < containers->size(); ++i) {
-    auto argv = argv_of((*containers)[i]);
-    std::string cpath = cni::json_path_index(base + ".containers", i), subcommand;
-    for (size_t j = 0; j + 1 < argv.size() && subcommand.empty(); ++j)
-      if (argv[j].ends_with("manifold") && (argv[j + 1] == "agent" || argv[j + 1] == "install"))
-        subcommand = argv[j + 1];
-    if (subcommand == "install")
-      add(out, cpath,
-          "runs manifold install, not manifold agent: hot-plug is off (annotation changes of running pods "
-          "are not applied)",
-          true);
-    if (subcommand != "agent") continue;
-    agent = true;
-    check_agent_container(*pod, (*containers)[i], cpath, out);
-  }
-  if (!agent) return;
-  if (const Json* host_network = find_path(*pod, {"hostNetwork"}); !host_network || *host_network != true)
-    add(out, base + ".hostNetwork",
-        "must be true: the agent runs the delegates in the node's network namespace, as the runtime does");
-  if (string_at(*pod, {"serviceAccountName"}).empty() && string_at(*pod, {"serviceAccount"}).empty())
-    add(out, base + ".serviceAccountName",
-        "is not set: the agent then runs as the namespace's default service account, which must be bound to "
-        "manifold's ClusterRole",
-        true);
 }
 
 std::vector<ManifestReport> validate_manifest_text(std::string_view text, bool nads_only,

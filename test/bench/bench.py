@@ -65,6 +65,7 @@ MASTER = "mfbm0"
 CONTAINER = "bench-ctr"
 POD_NS, POD_NAME, POD_UID = "default", "bench-pod", "uid-bench-pod"
 NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
+NETWORK_STATUS_ANNOTATION = "k8s.v1.cni.cncf.io/network-status"
 MB = 1000 * 1000
 
 BUDGET_OWN_ADD_MS = 2.0
@@ -723,6 +724,325 @@ def scenario_logrotate(world, args):
     return [rotating]
 
 
+# ---- hotplug: manifold agent --------------------------------------------------------------------
+
+HOTPLUG_NET = "manifold-hotplug"
+HOTPLUG_NAD = "bench-hotplug"
+HOTPLUG_NODE = "node-a"
+HOTPLUG_TARGET = "hp-target"
+AGENT_METRICS_PORT = 9155
+# "within about a second on this machine": annotation change committed -> network-status written.
+BUDGET_HOTPLUG_MS = 1000.0
+BUDGET_AGENT_RSS_BYTES = 20 * MB
+BUDGET_AGENT_CPU_PERCENT = 1.0
+HOTPLUG_WAIT_S = 60  # a hang guard only: never decides a number
+
+
+def hotplug_container(name):
+    return "%s-%s" % (name, "c" * 48)
+
+
+def proc_counters(pid):
+    """The agent's RSS figures (kB), its CPU ticks (utime + stime, every thread), its on-CPU
+    nanoseconds and context switches (summed over its threads), from /proc."""
+    out = {}
+    with open("/proc/%d/status" % pid, encoding="utf-8") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile", "Threads"):
+                out[key] = int(value.split()[0])
+    with open("/proc/%d/stat" % pid, encoding="utf-8") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    out["ticks"] = int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    switches = 0
+    out["cpu_ns"] = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, tid), encoding="utf-8") as f:
+                out["cpu_ns"] += int(f.read().split()[0])  # the scheduler's exact on-CPU time
+            with open("/proc/%d/task/%s/status" % (pid, tid), encoding="utf-8") as f:
+                for line in f:
+                    if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                        switches += int(line.split(":")[1])
+        except FileNotFoundError:
+            pass
+    out["ctxt_switches"] = switches
+    return out
+
+
+class AgentProcess:
+    """`manifold agent --no-install` started by the bench in its node namespace."""
+
+    def __init__(self, world, kube, cni_dir):
+        self.log_path = os.path.join(world.work, "agent.log")
+        argv = [world.manifold, "agent", "--no-install", "--node-name", HOTPLUG_NODE,
+                "--kubeconfig", kube.kubeconfig, "--cni-dir", cni_dir,
+                "--metrics-address", "127.0.0.1:%d" % AGENT_METRICS_PORT, "--log-level", "error"]
+        with open(self.log_path, "ab") as log:
+            self.started = time.time()
+            self.proc = subprocess.Popen(argv, stdout=log, stderr=log, env=base_env())
+        self.exit_code = None
+
+    def log_tail(self, n=4000):
+        with open(self.log_path, encoding="utf-8", errors="replace") as f:
+            return f.read()[-n:]
+
+    def check_alive(self):
+        if self.proc.poll() is not None:
+            raise BenchError("manifold agent exited with %s\nagent log:\n%s" % (self.proc.returncode, self.log_tail()))
+
+    def metrics(self):
+        """/metrics as {sample name with labels: value}."""
+        conn = http.client.HTTPConnection("127.0.0.1", AGENT_METRICS_PORT, timeout=10)
+        try:
+            conn.request("GET", "/metrics")
+            resp = conn.getresponse()
+            body = resp.read().decode()
+        finally:
+            conn.close()
+        if resp.status != 200:
+            raise BenchError("the agent's /metrics answered %d" % resp.status)
+        samples = {}
+        for line in body.splitlines():
+            if line and not line.startswith("#"):
+                name, _, value = line.rpartition(" ")
+                samples[name] = float(value)
+        return samples
+
+    def stop(self):
+        """SIGTERM, then (after 30 s) SIGKILL; keeps the exit status."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(30)
+        self.exit_code = self.proc.returncode
+
+
+def reconciles(samples, result):
+    return samples.get('manifold_agent_reconciles_total{result="%s"}' % result, 0)
+
+
+def status_names(pod_or_text):
+    """The network names of a network-status annotation (text, or a pod object's)."""
+    text = pod_or_text
+    if isinstance(pod_or_text, dict):
+        text = (pod_or_text.get("metadata", {}).get("annotations") or {}).get(NETWORK_STATUS_ANNOTATION, "")
+    return [e.get("name") for e in json.loads(text)] if text else []
+
+
+def put_status_names(entry):
+    body = json.loads(entry["body"]) if entry.get("body") else {}
+    return status_names(body)
+
+
+def driver_call(world, verb, conf_dir, libcni_cache, netns, name):
+    env = base_env()
+    env.update({"NETCONFPATH": conf_dir, "CNI_PATH": ":".join([world.bin_dir, PLUGIN_DIR]),
+                "CNI_CACHE_DIR": libcni_cache, "CNI_CONTAINERID": hotplug_container(name), "CNI_IFNAME": "eth0",
+                "DRIVER_TIMEOUT": "120",
+                "CNI_ARGS": "IgnoreUnknown=1;K8S_POD_NAMESPACE=%s;K8S_POD_NAME=%s;K8S_POD_INFRA_CONTAINER_ID=%s;"
+                            "K8S_POD_UID=uid-%s" % (POD_NS, name, hotplug_container(name), name)})
+    proc = subprocess.run([world.driver, verb, HOTPLUG_NET, netns.path], env=env, capture_output=True,
+                          text=True, timeout=300)
+    if proc.returncode != 0:
+        raise BenchError("driver %s of pod %s failed: %s%s" % (verb, name, proc.stdout[-2000:], proc.stderr[-2000:]))
+
+
+def scenario_hotplug(world, args, kube):
+    """manifold agent with args.hotplug_pods pods of node-a in its cache (each ADDed through the
+    libcni driver with the cluster network) plus one test pod: start-up sync, idle RSS and CPU,
+    then hot-plug latency of the test pod (annotation "" <-> the NAD), attach and detach apart."""
+    import concurrent.futures
+    out = {"pods": args.hotplug_pods, "runs": args.hotplug_runs, "idle_window_s": args.hotplug_idle_seconds}
+    cni_dir = world.mkdir("cache-hotplug")
+    conf_dir = world.mkdir("netconf-hotplug")
+    libcni_cache = world.mkdir("libcni-cache-hotplug")
+    conf = world.manifold_conf(cni_dir, [world.bridge_conf()], kubeconfig=kube.kubeconfig, name=HOTPLUG_NET,
+                               logFile=os.path.join(world.log_dir, "hotplug.log"))
+    with open(os.path.join(conf_dir, "10-manifold.conf"), "w", encoding="utf-8") as f:
+        json.dump(conf, f)
+    nad = {"cniVersion": "1.0.0", "name": HOTPLUG_NAD, "type": "macvlan", "master": MASTER, "mode": "bridge",
+           "ipam": {"type": "static", "addresses": [{"address": "198.51.100.200/24"}]}}
+    kube.api.add_nad(POD_NS, HOTPLUG_NAD, nad)
+    names = ["hp-%03d" % i for i in range(args.hotplug_pods)] + [HOTPLUG_TARGET]
+    for name in names:
+        kube.api.add_pod(POD_NS, name, uid="uid-" + name, node_name=HOTPLUG_NODE)
+
+    # The pool outlives the stack: the clean-up DELs run on it.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool, contextlib.ExitStack() as stack:
+        started = time.monotonic()
+        spare = [Netns() for _ in names]
+        for ns in spare:
+            stack.callback(ns.delete)
+        netns = dict(zip(names, pool.map(lambda ns: ns.__enter__(), spare)))
+        added = []
+
+        def delete_all():
+            t = time.monotonic()
+            errors = []
+            for name, err in zip(list(added), pool.map(lambda n: _try(driver_call, world, "del", conf_dir,
+                                                                        libcni_cache, netns[n], n), list(added))):
+                if err:
+                    errors.append(err)
+            out["del_all_s"] = time.monotonic() - t
+            left = [d for d in os.listdir(cni_dir) if not d.startswith(".")]
+            if errors or left:
+                raise BenchError("hotplug clean-up: %d DEL(s) failed (%s); cache entries left: %s" % (
+                    len(errors), "; ".join(map(str, errors[:3])), left[:5]))
+
+        stack.callback(delete_all)
+        out["netns_setup_s"] = time.monotonic() - started
+        t = time.monotonic()
+
+        def add(name):
+            driver_call(world, "add", conf_dir, libcni_cache, netns[name], name)
+            added.append(name)
+
+        futures = [pool.submit(add, name) for name in names]
+        concurrent.futures.wait(futures)  # every ADD has ended before a failure unwinds into the DELs
+        for fut in futures:
+            fut.result()
+        out["add_all_s"] = time.monotonic() - t
+        print("hotplug: %d pods ADDed through the libcni driver in %.1f s (%d namespaces made in %.1f s)" % (
+            len(names), out["add_all_s"], len(names), out["netns_setup_s"]))
+        target_ns = netns[HOTPLUG_TARGET]
+        detached_status = status_names(kube.api.get_pod(POD_NS, HOTPLUG_TARGET))
+        if len(detached_status) != 1:
+            raise BenchError("the test pod's network-status after ADD is %s" % detached_status)
+
+        # The agent: start-up sync with every pod in its cache.
+        kube.api.clear_requests()
+        agent = AgentProcess(world, kube, cni_dir)
+        stack.callback(agent.stop)
+        try:
+            watch = kube.api.wait_for_watches(1, path=r"^/api/v1/pods$", query=r"spec\.nodeName(=|%3D)" + HOTPLUG_NODE,
+                                              timeout=HOTPLUG_WAIT_S)[0]
+        except Exception as e:  # noqa: BLE001
+            agent.check_alive()
+            raise BenchError("the agent's watch did not open: %s\nwatches: %s\nagent log:\n%s" % (
+                e, kube.api.watches(), agent.log_tail())) from e
+        entries = kube.api.requests()
+        lists = [e for e in entries if e["verb"] == "list"]
+        out["sync"] = {
+            "start_to_watch_ms": (watch["started"] - agent.started) * 1000.0,
+            "start_to_list_ms": (lists[0]["started"] - agent.started) * 1000.0 if lists else None,
+            "list_to_watch_ms": (watch["started"] - lists[0]["started"]) * 1000.0 if lists else None,
+            "requests": len(entries), "status_puts": sum(1 for e in entries if e["method"] == "PUT")}
+        samples = agent.metrics()
+        out["sync"]["pods_tracked"] = samples.get("manifold_agent_pods_tracked")
+        out["sync"]["sandboxes_tracked"] = samples.get("manifold_agent_sandboxes_tracked")
+        out["sync"]["reconciles_unchanged"] = reconciles(samples, "unchanged")
+        if out["sync"]["sandboxes_tracked"] != len(names):
+            raise BenchError("the agent tracks %s sandboxes, not %d" % (out["sync"]["sandboxes_tracked"], len(names)))
+
+        # Idle: nothing changes for the window.
+        kube.api.clear_requests()
+        before = proc_counters(agent.proc.pid)
+        t = time.monotonic()
+        rss_max = before["VmRSS"]
+        while time.monotonic() - t < args.hotplug_idle_seconds:
+            time.sleep(min(1.0, max(0.0, args.hotplug_idle_seconds - (time.monotonic() - t))))
+            agent.check_alive()
+            rss_max = max(rss_max, proc_counters(agent.proc.pid)["VmRSS"])
+        after = proc_counters(agent.proc.pid)
+        window = time.monotonic() - t
+        # schedstat's nanoseconds; utime+stime counts whole clock ticks (10 ms), too coarse here.
+        cpu_ms = (after["cpu_ns"] - before["cpu_ns"]) / 1e6
+        tick_ms = (after["ticks"] - before["ticks"]) * 1000.0 / os.sysconf("SC_CLK_TCK")
+        out["idle"] = {"window_s": window, "rss_bytes": rss_max * 1024, "hwm_bytes": after["VmHWM"] * 1024,
+                       "rss_anon_bytes": after["RssAnon"] * 1024, "rss_file_bytes": after["RssFile"] * 1024,
+                       "threads": after["Threads"], "cpu_ms": cpu_ms, "cpu_ms_per_min": cpu_ms * 60.0 / window,
+                       "cpu_ticks_ms": tick_ms,
+                       "cpu_percent": cpu_ms / (window * 1000.0) * 100.0,
+                       "wakeups_per_s": (after["ctxt_switches"] - before["ctxt_switches"]) / window,
+                       "requests": len([e for e in kube.api.requests() if e["verb"] != "watch"])}
+
+        # Hot-plug latency: the annotation alternates between "" and the NAD.
+        lat = {"attach": [], "detach": []}
+        detail = {"attach": [], "detach": []}
+
+        def change(attach, keep):
+            value = HOTPLUG_NAD if attach else ""
+            want_names = detached_status + (["%s/%s" % (POD_NS, HOTPLUG_NAD)] if attach else [])
+            base = agent.metrics()
+            kube.api.clear_requests()
+            t0 = time.time()
+            kube.api.modify_pod(POD_NS, HOTPLUG_TARGET, annotations={NETWORKS_ANNOTATION: value})
+            t1 = time.time()
+            deadline = time.monotonic() + HOTPLUG_WAIT_S
+            # Done when the change was reconciled and then the agent's own status write came back
+            # as a watch event and was found unchanged: the agent is idle again.
+            while True:
+                agent.check_alive()
+                now = agent.metrics()
+                if reconciles(now, "failed") > reconciles(base, "failed") or \
+                        reconciles(now, "invalid") > reconciles(base, "invalid"):
+                    raise BenchError("the agent failed the hot-plug (%s)\nagent log:\n%s" % (
+                        "attach" if attach else "detach", agent.log_tail()))
+                if reconciles(now, "changed") > reconciles(base, "changed") and \
+                        reconciles(now, "unchanged") > reconciles(base, "unchanged"):
+                    break
+                if time.monotonic() > deadline:
+                    raise BenchError("the agent did not reconcile the change in %d s\nagent log:\n%s" % (
+                        HOTPLUG_WAIT_S, agent.log_tail()))
+                time.sleep(0.02)
+            entries = kube.api.requests()
+            puts = [e for e in entries if e["method"] == "PUT" and e["path"].endswith("/pods/%s/status" % HOTPLUG_TARGET)]
+            if len(puts) != 1 or puts[0]["status"] != 200 or put_status_names(puts[0]) != want_names:
+                raise BenchError("expected one status PUT listing %s, got %s" % (
+                    want_names, [(e["status"], put_status_names(e)) for e in puts]))
+            if status_names(kube.api.get_pod(POD_NS, HOTPLUG_TARGET)) != want_names:
+                raise BenchError("the stored network-status is not %s" % want_names)
+            links = target_ns.link_names()
+            if ("net1" in links) != attach:
+                raise BenchError("after the %s the test pod has links %s" % ("attach" if attach else "detach", links))
+            put = puts[0]
+            written = put["started"] + put["duration_ms"] / 1000.0
+            agent_requests = [e for e in entries if e["user"] == kube.api.user and e["verb"] != "watch"]
+            if keep:
+                kind = "attach" if attach else "detach"
+                lat[kind].append((written - t0) * 1000.0)
+                detail[kind].append({
+                    "ms": (written - t0) * 1000.0, "modify_call_ms": (t1 - t0) * 1000.0,
+                    "first_request_ms": (agent_requests[0]["started"] - t0) * 1000.0 if agent_requests else None,
+                    "requests": [(e["method"], e["path"].rsplit("/", 2)[-1] if "/events" not in e["path"] else "events",
+                                  e["conn"]) for e in agent_requests],
+                    "connections": len({e["conn"] for e in agent_requests})})
+
+        for i in range(args.warmup + args.hotplug_runs):
+            keep = i >= args.warmup
+            change(True, keep)
+            change(False, keep)
+        final = proc_counters(agent.proc.pid)
+        out["after_hotplug"] = {"rss_bytes": final["VmRSS"] * 1024, "hwm_bytes": final["VmHWM"] * 1024}
+        out["latency_ms"] = {k: summary(v) for k, v in lat.items()}
+        out["iterations"] = detail
+        out["modify_call_ms"] = summary([d["modify_call_ms"] for d in detail["attach"] + detail["detach"]])
+        agent.stop()
+        out["agent_exit"] = agent.exit_code
+        if agent.exit_code != 0:
+            raise BenchError("manifold agent exited with %s on SIGTERM\n%s" % (agent.exit_code, agent.log_tail()))
+    out["total_s"] = time.monotonic() - started
+    rows = []
+    for kind in ("attach", "detach"):
+        row = new_row("hotplug", kind, "annotation -> status PUT, %d pods" % len(names))
+        row["total"] = lat[kind]
+        rows.append(row)
+    return rows, out
+
+
+def _try(fn, *a):
+    """fn(*a); returns the exception instead of raising it (clean-up collects every failure)."""
+    try:
+        fn(*a)
+        return None
+    except Exception as e:  # noqa: BLE001
+        return e
+
+
 # ---- reporting -------------------------------------------------------------------------------------
 
 def finish_row(row):
@@ -801,7 +1121,7 @@ def find_row(rows, scenario, verb, note_part=""):
     return None
 
 
-def budgets(rows, binary_size, args):
+def budgets(rows, binary_size, args, hotplug=None):
     """The budget lines: (text, value, limit, PASS/FAIL/n/a)."""
     out = []
 
@@ -843,6 +1163,15 @@ def budgets(rows, binary_size, args):
         ok = all(c == 2 + k for c in counts)
         line("API requests per ADD, %d NAD(s): pod GET + NAD GETs + status PUT = 2 + %d (events: %d)" % (
             k, k, r["requests"][-1]["events"]), max(counts), 2 + k, "requests", ok=ok)
+    if hotplug:
+        n = hotplug["pods"] + 1
+        attach = hotplug["latency_ms"]["attach"]
+        line("hot-plug attach, %d pods on the node: annotation change -> network-status written (median)" % n,
+             attach and attach["median"], BUDGET_HOTPLUG_MS, "ms")
+        line("manifold agent idle RSS, %d pods on the node (VmRSS, max over %.0f s)" % (n, hotplug["idle"]["window_s"]),
+             hotplug["idle"]["rss_bytes"], BUDGET_AGENT_RSS_BYTES, "bytes")
+        line("manifold agent idle CPU, %d pods on the node (share of one core over %.0f s)" % (
+            n, hotplug["idle"]["window_s"]), hotplug["idle"]["cpu_percent"], BUDGET_AGENT_CPU_PERCENT, "%")
     return out
 
 
@@ -882,6 +1211,8 @@ def print_budgets(lines):
             val, lim = "%.2f MB (%d bytes)" % (b["value"] / MB, b["value"]), "%.2f MB" % (b["limit"] / MB)
         elif unit == "ms":
             val, lim = "%.2f ms" % b["value"], "%.2f ms" % b["limit"]
+        elif unit == "%":
+            val, lim = "%.2f %%" % b["value"], "%.2f %%" % b["limit"]
         else:
             val, lim = "%d" % b["value"], "%d" % b["limit"]
         print("  %-4s  %s: %s (limit %s)" % (b["verdict"], b["budget"], val, lim))
@@ -899,6 +1230,35 @@ def print_api_cpu(rows):
     if lines:
         print("\non-CPU time per Kubernetes ADD (median of the traced runs, kernel included)")
         print("\n".join(lines))
+
+
+def print_hotplug(h):
+    """The hotplug scenario's figures beyond the table: the agent's start-up, idle cost and peak."""
+    if not h:
+        return
+    n = h["pods"] + 1
+    sync, idle = h["sync"], h["idle"]
+    print("\nmanifold agent (hotplug: %d pods of node %s in its cache, ADDed through the libcni driver in %.1f s)" % (
+        n, HOTPLUG_NODE, h["add_all_s"]))
+    print("  start-up: LIST sent %s ms after exec, watch open after %.0f ms (list + reconcile of every cached "
+          "sandbox: %s ms; %d API requests, %d status PUTs)" % (
+              fmt(sync["start_to_list_ms"], 0), sync["start_to_watch_ms"], fmt(sync["list_to_watch_ms"], 0),
+              sync["requests"], sync["status_puts"]))
+    print("  idle %.0f s: VmRSS %.2f MB (anon %.2f MB, file %.2f MB), VmHWM %.2f MB; CPU %.1f ms/min = %.3f %% of a "
+          "core; %.1f context switches/s; %d API requests" % (
+              idle["window_s"], idle["rss_bytes"] / MB, idle["rss_anon_bytes"] / MB, idle["rss_file_bytes"] / MB,
+              idle["hwm_bytes"] / MB, idle["cpu_ms_per_min"], idle["cpu_percent"], idle["wakeups_per_s"],
+              idle["requests"]))
+    for kind in ("attach", "detach"):
+        s = h["latency_ms"][kind]
+        if s:
+            print("  hot-plug %s: median %.0f ms, p90 %.0f ms, min %.0f, max %.0f (n=%d)" % (
+                kind, s["median"], s["p90"], s["min"], s["max"], s["n"]))
+    print("  (from just before the bench's admin call that commits the change, which takes %.1f ms median, to the "
+          "double's answer to the agent's status PUT, by the double's log; one machine clock)" % (
+              h["modify_call_ms"]["median"]))
+    print("  after the hot-plugs: VmRSS %.2f MB, VmHWM %.2f MB; scenario %.0f s" % (
+        h["after_hotplug"]["rss_bytes"] / MB, h["after_hotplug"]["hwm_bytes"] / MB, h["total_s"]))
 
 
 def print_scaling(s):
@@ -947,7 +1307,13 @@ def parse_args(argv):
                    help="run the bench and everything it starts under SCHED_FIFO, so that other "
                         "load on a shared machine does not queue the measured processes")
     p.add_argument("--only", help="comma-separated scenarios: version,bridge,k8s,scoped,cache,error,"
-                                  "logrotate (the default), and soak (long mode only)")
+                                  "logrotate,hotplug (the default), and soak (long mode only)")
+    p.add_argument("--hotplug-pods", type=int,
+                   help="hotplug: pods ADDed on the agent's node besides the test pod (default 100, quick 10)")
+    p.add_argument("--hotplug-runs", type=int,
+                   help="hotplug: measured attach+detach pairs (default --runs, quick 5)")
+    p.add_argument("--hotplug-idle-seconds", type=float,
+                   help="hotplug: idle window for the agent's RSS and CPU (default 10, quick 3)")
     p.add_argument("--soak-cycles", type=int, default=2000,
                    help="soak: at most this many ADD/DEL cycles (default %(default)s)")
     p.add_argument("--soak-seconds", type=float, default=1800,
@@ -957,6 +1323,9 @@ def parse_args(argv):
     args.runs = args.runs or (3 if args.quick else 30)
     args.warmup = args.warmup if args.warmup is not None else (1 if args.quick else 3)
     args.traced_runs = args.traced_runs if args.traced_runs is not None else (1 if args.quick else 5)
+    args.hotplug_pods = args.hotplug_pods if args.hotplug_pods is not None else (10 if args.quick else 100)
+    args.hotplug_runs = args.hotplug_runs or (5 if args.quick else args.runs)
+    args.hotplug_idle_seconds = args.hotplug_idle_seconds or (3.0 if args.quick else 10.0)
     # test/static-check.sh's build, else the static sub-build of the Debug test build.
     static_default = find_default([os.path.join(REPO, "build", d, "manifold")
                                    for d in ("release-static", "debug/static")])
@@ -973,7 +1342,10 @@ def parse_args(argv):
         p.error("no libcni driver: pass --driver or build the tests (target cni_driver)")
     if not args.static:
         args.static = args.manifold if is_static(args.manifold) else static_default
-    args.only = set((args.only or "version,bridge,k8s,scoped,cache,error,logrotate").split(","))
+    args.only = set((args.only or "version,bridge,k8s,scoped,cache,error,logrotate,hotplug").split(","))
+    unknown = args.only - {"version", "bridge", "k8s", "scoped", "cache", "error", "logrotate", "hotplug", "soak"}
+    if unknown:
+        p.error("unknown scenario(s) for --only: %s" % ",".join(sorted(unknown)))
     if "soak" in args.only and args.quick:
         p.error("the soak belongs to the long mode: not with --quick")
     return args
@@ -1019,14 +1391,16 @@ def main(argv):
     started = time.time()
     raw = []
     notes = []
+    hotplug = None
     with contextlib.ExitStack() as stack:
         world = World(stack, args)
+        kube = None
         if "version" in args.only:
             raw += scenario_version(world, args)
         if "bridge" in args.only:
             raw += scenario_bridge(world, args)
         if "k8s" in args.only:
-            kube = Kube(stack, world)
+            kube = kube or Kube(stack, world)
             for k in K8S_SIZES:
                 raw += scenario_k8s(world, args, kube, k)
         if "scoped" in args.only:
@@ -1042,12 +1416,17 @@ def main(argv):
             raw += scenario_error(world, args)
         if "logrotate" in args.only:
             raw += scenario_logrotate(world, args)
+        if "hotplug" in args.only:
+            kube = kube or Kube(stack, world)
+            hot_rows, hotplug = scenario_hotplug(world, args, kube)
+            raw += hot_rows
     rows = [finish_row(r) for r in raw]
     print_table(rows)
     for n in notes:
         print("note: " + n)
-    lines = budgets(rows, binary_size, args)
+    lines = budgets(rows, binary_size, args, hotplug)
     print_api_cpu(rows)
+    print_hotplug(hotplug)
     print_budgets(lines)
     scale = scaling(rows)
     print_scaling(scale)
@@ -1056,7 +1435,7 @@ def main(argv):
               "runs": args.runs, "warmup": args.warmup, "traced_runs": args.traced_runs, "quick": args.quick,
               "realtime": args.realtime, "loadavg": os.getloadavg(),
               "elapsed_s": time.time() - started, "rows": rows, "budgets": lines, "scaling": scale,
-              "notes": notes, "soak": soak}
+              "notes": notes, "soak": soak, "hotplug": hotplug}
     with open(args.json, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=1)
     print("\nresults written to %s (%.0f s)" % (args.json, time.time() - started))

@@ -56,8 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const auto& a = (*whole)[i];
       const auto& b = (*cut)[i];
       if (a.type != b.type || a.object != b.object) fuzz::fuzz_bug("pieces changed an event");
-      if (a.type != "ADDED" && a.type != "MODIFIED" && a.type != "DELETED" && a.type != "BOOKMARK" &&
-          a.type != "ERROR")
+      if (a.type != "ADDED" && a.type != "MODIFIED" && a.type != "DELETED" && a.type != "BOOKMARK" && a.type != "ERROR")
         fuzz::fuzz_bug("an event of unknown type: " + a.type.substr(0, 40));
       if (!a.object.is_object()) fuzz::fuzz_bug("an event whose object is not an object");
     }

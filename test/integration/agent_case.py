@@ -66,7 +66,7 @@ class AgentTestCase(K8sTestCase):
 
     def start_agent(self, *extra, wait_watch=True):
         """Starts `manifold agent` in the node namespace; waits until its pod watch is open."""
-        before = len(self.api.watches())
+        before = {w["id"] for w in self.api.watches()}
         argv = ["ip", "netns", "exec", self.node.name, self.manifold_bin, "agent", "--no-install",
                 "--node-name", NODE, "--kubeconfig", self.kubeconfig, "--cni-dir", self.tree.cni_dir,
                 "--metrics-address", "127.0.0.1:%d" % METRICS_PORT, "--max-backoff", "1000",
@@ -75,8 +75,9 @@ class AgentTestCase(K8sTestCase):
             proc = subprocess.Popen(argv, stdout=log, stderr=log, env=base_env())
         self.agents.append(proc)
         self.addCleanup(self._reap, proc)
-        if wait_watch:
-            self.api.wait_for_watches(before + 1, path=r"^/api/v1/pods$", query="watch")
+        if wait_watch:  # a watch of an agent killed earlier may still count as open: look for a new one
+            self.wait_for(lambda: any(w["id"] not in before and w["path"] == "/api/v1/pods"
+                                      for w in self.api.watches()), "the agent's pod watch")
         return proc
 
     def _reap(self, proc):

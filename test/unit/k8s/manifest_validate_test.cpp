@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "cni/error.h"
+#include "k8s/deploy_validate.h"
 #include "k8s/manifest_validate.h"
 
 using namespace manifold;
