@@ -23,6 +23,13 @@ iteration (the two alternate, so load changes on a shared machine hit both alike
   error      an ADD failing on a missing delegate: the error path and its first C++ exception
   logrotate  an ADD whose log crosses logOptions.maxSize (1 MiB to rotate and gzip) vs one that
              does not: the compression must not lengthen the call
+  hotplug    manifold agent (--no-install, node node-a) with 100 pods of its node in cniDir (10 in
+             quick mode), each ADDed through the libcni driver with the cluster network, plus one
+             test pod: start-up sync (exec -> LIST -> watch open), RSS and CPU over an idle window,
+             then hot-plug latency of the test pod's networks annotation alternating "" <-> a
+             macvlan NAD (attach and detach apart): from just before the admin call that commits
+             the change in the double to the double's answer to the agent's status PUT (request
+             log timestamps, so polling does not bias it)
   soak       (long mode only, not in the default set: --only soak) thousands of ADD/DEL cycles
              with manifold killed at random steps or failing random calls under strace, bounded
              by --soak-cycles and --soak-seconds; nothing may be left behind (crash/soak.py)
@@ -35,6 +42,7 @@ non-zero; a command that fails does), and writes everything to JSON (default ben
 Needs root.
 """
 import argparse
+import concurrent.futures
 import contextlib
 import ctypes
 import ctypes.util
@@ -855,7 +863,6 @@ def scenario_hotplug(world, args, kube):
     """manifold agent with args.hotplug_pods pods of node-a in its cache (each ADDed through the
     libcni driver with the cluster network) plus one test pod: start-up sync, idle RSS and CPU,
     then hot-plug latency of the test pod (annotation "" <-> the NAD), attach and detach apart."""
-    import concurrent.futures
     out = {"pods": args.hotplug_pods, "runs": args.hotplug_runs, "idle_window_s": args.hotplug_idle_seconds}
     cni_dir = world.mkdir("cache-hotplug")
     conf_dir = world.mkdir("netconf-hotplug")
@@ -990,7 +997,8 @@ def scenario_hotplug(world, args, kube):
                         HOTPLUG_WAIT_S, agent.log_tail()))
                 time.sleep(0.02)
             entries = kube.api.requests()
-            puts = [e for e in entries if e["method"] == "PUT" and e["path"].endswith("/pods/%s/status" % HOTPLUG_TARGET)]
+            puts = [e for e in entries
+                    if e["method"] == "PUT" and e["path"].endswith("/pods/%s/status" % HOTPLUG_TARGET)]
             if len(puts) != 1 or puts[0]["status"] != 200 or put_status_names(puts[0]) != want_names:
                 raise BenchError("expected one status PUT listing %s, got %s" % (
                     want_names, [(e["status"], put_status_names(e)) for e in puts]))
