@@ -31,6 +31,18 @@ namespace {
 using cni::CniError;
 using cni::ErrorCode;
 
+/// A view of the reconciler's one API connection, for a KubeAccess that owns its transport.
+class SharedTransport final : public k8s::HttpTransport {
+ public:
+  explicit SharedTransport(std::shared_ptr<k8s::HttpTransport> transport) : transport_(std::move(transport)) {}
+  k8s::HttpResponse send(const k8s::HttpRequest& request, std::chrono::milliseconds timeout) override {
+    return transport_->send(request, timeout);
+  }
+
+ private:
+  std::shared_ptr<k8s::HttpTransport> transport_;
+};
+
 /// A reconcile step that cannot succeed before the annotation changes.
 struct InvalidRequest {
   std::string message;
@@ -205,20 +217,34 @@ const char* result_name(ReconcileResult result) {
 }
 
 Reconciler::Reconciler(const engine::Services& services, ReconcilerOptions options)
-    : services_(services), options_(std::move(options)) {}
+    : services_(services), options_(std::move(options)) {
+  // One connection for all: a reconcile opens its KubeAccess through this factory, which hands out
+  // views of the same transport instead of a new TLS connection each time.
+  services_.open_transport = [this, open = services.open_transport](const k8s::ClusterAuth& auth) {
+    if (!transport_) transport_ = open(auth);
+    return std::unique_ptr<k8s::HttpTransport>(std::make_unique<SharedTransport>(transport_));
+  };
+}
 
 std::vector<CachedSandbox> Reconciler::cached_sandboxes() {
-  std::vector<CachedSandbox> out;
-  auto cache = services_.open_cache(options_.cni_dir);
-  for (const store::EntryKey& key : cache->list()) {
+  if (!cache_) cache_ = services_.open_cache(options_.cni_dir);
+  std::map<store::EntryKey, CachedSandbox> complete;
+  for (const store::EntryKey& key : cache_->list()) {
+    if (auto seen = complete_.find(key); seen != complete_.end()) {
+      complete.emplace(key, seen->second);
+      continue;
+    }
     try {
-      auto record = cache->load(key);
+      auto record = cache_->load(key);
       if (!record || engine::entry_state(*record) != engine::EntryState::Complete) continue;
-      if (auto pod = engine::entry_pod(*record)) out.push_back({key, *pod});
+      if (auto pod = engine::entry_pod(*record)) complete.emplace(key, CachedSandbox{key, *pod});
     } catch (const CniError& e) {
       util::log_warning("skipping the cache entry ", key.str(), ": ", e.msg());
     }
   }
+  complete_ = std::move(complete);
+  std::vector<CachedSandbox> out;
+  for (const auto& [key, sandbox] : complete_) out.push_back(sandbox);
   return out;
 }
 

@@ -7,6 +7,8 @@
 // being added, being deleted or written by an older manifold are left alone.
 #pragma once
 
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -51,21 +53,26 @@ struct CachedSandbox {
 /// Reconciles pods against the node's cache.
 class Reconciler {
  public:
-  /// Works through `services` (which must outlive it) on the cache in `options.cni_dir`.
+  /// Works through `services` on the cache in `options.cni_dir`. Every reconcile's API calls share
+  /// one kept-alive connection (opened through services.open_transport on first use).
   Reconciler(const engine::Services& services, ReconcilerOptions options);
   /// Brings every complete sandbox of `pod` (a Pod object as the API serves it) in line with its
   /// networks annotation, then its network-status. Never throws for the pod's or the node's
   /// state: failures are in the outcome (and sent as Warning events where the pod can be told).
   ReconcileOutcome reconcile(const Json& pod);
   /// Every complete entry of the cache with the pod it belongs to (unreadable entries are skipped,
-  /// logged).
+  /// logged). Lists the cache's keys on every call but reads only entries it has not seen complete
+  /// before, so a watch event costs one directory listing, not one read per sandbox of the node.
   std::vector<CachedSandbox> cached_sandboxes();
 
  private:
   ReconcileOutcome reconcile_entry(const store::EntryKey& key, const Json& pod);
 
-  const engine::Services& services_;
+  engine::Services services_;  ///< the caller's, with one kept-alive API connection for every reconcile
   ReconcilerOptions options_;
+  std::unique_ptr<store::Cache> cache_;                ///< the cache the index is read from
+  std::map<store::EntryKey, CachedSandbox> complete_;  ///< complete entries seen, by key
+  std::shared_ptr<k8s::HttpTransport> transport_;      ///< the API connection every reconcile shares
 };
 
 /// The name of a reconcile result, for logs and metric labels ("unchanged", "changed", ...).
