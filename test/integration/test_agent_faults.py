@@ -83,6 +83,18 @@ class AgentFaultTest(AgentTestCase):
         self.assertNothingLeft(self.pod)
         self.wait_for(lambda: self.events("NetworkChangeFailed"), "the failure to be reported")
 
+    def test_a_nad_that_does_not_exist_yet_is_reported_and_retried(self):
+        self.start_agent()
+        self.annotate("late")
+        self.wait_for(lambda: any("late" in m for m in self.events("NetworkChangeFailed")),
+                      "a NetworkChangeFailed event naming the NAD")
+        self.assertEqual(self.entry_ifnames(), ["eth0"])
+        self.assertEqual(sorted(self.pod.link_names()), ["eth0", "lo"])
+        self.api.add_nad("default", "late", self.hostlocal_nad_conf(subnet="192.0.2.0/24", start="192.0.2.100"))
+        self.wait_status({"eth0": "cluster", "net1": "default/late"})
+        self.assertOk(self.delete())
+        self.assertNothingLeft(self.pod)
+
     def test_the_api_server_unreachable_for_a_while(self):
         self.start_agent()
         self.forwarder.stop()  # the agent's stream drops; reconnecting fails for now
