@@ -3,6 +3,7 @@
 #include "engine/entry_state.h"
 
 #include "cni/error.h"
+#include "engine/detach.h"
 #include "util/json_parse.h"
 
 namespace manifold::engine {
@@ -68,12 +69,9 @@ std::optional<cni::Invocation> recorded_invocation(const store::ContainerRecord&
   auto config = extra_string(record, kConfig);
   auto args = extra_string(record, kRuntimeArgs);
   if (!config || !args) return std::nullopt;
-  cni::Invocation inv;
+  cni::Invocation inv = invocation_for(record);  // container, CNI_IFNAME, CNI_PATH, version
   inv.command = cni::Command::Add;
-  inv.container_id = record.container_id;
   inv.netns = record.netns;
-  inv.ifname = record.ifname;
-  inv.path = record.cni_path;
   inv.args_text = *args;
   inv.args = cni::CniArgs::parse(*args);
   inv.stdin_data = *config;
@@ -81,7 +79,6 @@ std::optional<cni::Invocation> recorded_invocation(const store::ContainerRecord&
   if (inv.config.is_discarded() || !inv.config.is_object())
     throw cni::CniError(cni::ErrorCode::Decoding,
                         "the cache entry " + record.key().str() + " records a config that is not a JSON object");
-  inv.version = record.cni_version;
   return inv;
 }
 

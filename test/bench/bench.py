@@ -63,6 +63,7 @@ sys.path.insert(0, os.path.join(REPO, "test", "integration"))
 sys.path.insert(0, os.path.join(REPO, "test", "integration", "apiserver"))
 sys.dont_write_bytecode = True
 
+from agent_case import parse_metrics  # noqa: E402
 from crash.soak import run_soak  # noqa: E402
 from harness import ci  # noqa: E402
 from harness.netns import Netns, add_veth, remove_stale_namespaces, run  # noqa: E402
@@ -810,12 +811,7 @@ class AgentProcess:
             conn.close()
         if resp.status != 200:
             raise BenchError("the agent's /metrics answered %d" % resp.status)
-        samples = {}
-        for line in body.splitlines():
-            if line and not line.startswith("#"):
-                name, _, value = line.rpartition(" ")
-                samples[name] = float(value)
-        return samples
+        return parse_metrics(body)
 
     def stop(self):
         """SIGTERM, then (after 30 s) SIGKILL; keeps the exit status."""

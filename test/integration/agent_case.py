@@ -24,6 +24,16 @@ METRICS_PORT = 9155
 WAIT_SECONDS = 60
 
 
+def parse_metrics(text):
+    """Prometheus text exposition as {sample name with its labels: value}."""
+    samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            samples[name] = float(value)
+    return samples
+
+
 def http_get_in_netns(netns_path, port, path):
     """(status, body) of GET http://127.0.0.1:<port><path> made from inside the namespace."""
     out = {}
@@ -64,10 +74,11 @@ class AgentTestCase(K8sTestCase):
 
     # ---- the agent -------------------------------------------------------------------------------
 
-    def start_agent(self, *extra, wait_watch=True):
-        """Starts `manifold agent` in the node namespace; waits until its pod watch is open."""
+    def start_agent(self, *extra, wait_watch=True, wrapper=()):
+        """Starts `manifold agent` in the node namespace; waits until its pod watch is open.
+        `wrapper` (e.g. an strace command line ending in "--") is put in front of manifold."""
         before = {w["id"] for w in self.api.watches()}
-        argv = ["ip", "netns", "exec", self.node.name, self.manifold_bin, "agent", "--no-install",
+        argv = ["ip", "netns", "exec", self.node.name, *wrapper, self.manifold_bin, "agent", "--no-install",
                 "--node-name", NODE, "--kubeconfig", self.kubeconfig, "--cni-dir", self.tree.cni_dir,
                 "--metrics-address", "127.0.0.1:%d" % METRICS_PORT, "--max-backoff", "1000",
                 "--log-level", "debug", *extra]
@@ -98,12 +109,7 @@ class AgentTestCase(K8sTestCase):
         """The agent's /metrics as {sample name with labels: value}."""
         status, body = http_get_in_netns(self.node.path, METRICS_PORT, "/metrics")
         self.assertEqual(status, 200, body)
-        samples = {}
-        for line in body.splitlines():
-            if line and not line.startswith("#"):
-                name, _, value = line.rpartition(" ")
-                samples[name] = float(value)
-        return samples
+        return parse_metrics(body)
 
     # ---- the operator ----------------------------------------------------------------------------
 
