@@ -179,6 +179,27 @@ std::vector<k8s::SelectionElement> desired_networks(const Json& pod, const cni::
   }
 }
 
+/// Brings the entry of `c` in line with `desired`: the diff applied, then the network-status and the
+/// events. `step` tells which part failed when it throws.
+ReconcileOutcome bring_in_line(Change& c, const std::vector<k8s::SelectionElement>& desired, std::string& step) {
+  ReconcileOutcome out;
+  out.result = ReconcileResult::Unchanged;
+  NetworkDiff diff = diff_networks(desired, c.record);
+  step = diff.attach.empty() ? "detach" : "attach";  // planning failures count against what was planned
+  if (!diff.empty()) {
+    apply_diff(c, diff, step);
+    out.attached = static_cast<int>(c.added.size());
+    out.detached = static_cast<int>(c.removed.size());
+    out.result = ReconcileResult::Changed;
+    util::log_verbose("pod ", c.ref.namespace_, "/", c.ref.name, " (", c.record.key().str(), "): attached ",
+                      c.added.size(), ", detached ", c.removed.size(), " network(s)");
+  }
+  step = "status";
+  if (write_status_if_changed(c)) out.result = ReconcileResult::Changed;
+  send_change_events(c.kube, c.ref, c.pod, c.removed, c.added);
+  return out;
+}
+
 ReconcileResult worse(ReconcileResult a, ReconcileResult b) {
   auto rank = [](ReconcileResult r) {
     switch (r) {
@@ -289,39 +310,28 @@ ReconcileOutcome Reconciler::reconcile_entry(const store::EntryKey& key, const J
     return out;
   }
   const cni::PodRef ref = cni::pod_ref_from(inv->args);
+  // The session outlives the KubeAccess, which keeps a reference to its config: the warning event
+  // of a failure is sent after the try block that opened both.
+  std::optional<engine::Session> opened;
   std::optional<engine::KubeAccess> kube;
   std::string step = "attach";
   try {
     cni::MetaConfig config = cni::parse_meta_config(inv->config);
     config.kubeconfig = options_.kubeconfig;
-    engine::Session session = engine::open_session(services_, std::move(config), *inv);
+    opened.emplace(engine::open_session(services_, std::move(config), *inv));
+    engine::Session& session = *opened;
     kube.emplace(services_, session.config);
     if (!kube->configured())
       throw CniError(ErrorCode::InvalidConfig, "the agent has no Kubernetes credentials (kubeconfig or in-cluster)");
-
-    const std::vector<k8s::SelectionElement> desired = desired_networks(pod, ref);
+    const std::vector<k8s::SelectionElement> desired = desired_networks(pod, ref);  // checked before the lock
 
     auto lock = session.cache->lock(inv->container_id);
     auto record = session.cache->load(key);  // again, under the lock: a DEL may have begun
     if (!record || engine::entry_state(*record) != engine::EntryState::Complete) return out;
     const std::string netns = engine::del_netns(record->netns);
     if (netns.empty()) return out;  // the sandbox is going away; its DEL cleans up
-    out.result = ReconcileResult::Unchanged;
-
     Change change{services_, session, *kube, *inv, ref, pod, netns, std::move(*record), {}, {}};
-    NetworkDiff diff = diff_networks(desired, change.record);
-    step = diff.attach.empty() ? "detach" : "attach";  // planning failures count against what was planned
-    if (!diff.empty()) {
-      apply_diff(change, diff, step);
-      out.attached = static_cast<int>(change.added.size());
-      out.detached = static_cast<int>(change.removed.size());
-      out.result = ReconcileResult::Changed;
-      util::log_verbose("pod ", ref.namespace_, "/", ref.name, " (", key.str(), "): attached ", change.added.size(),
-                        ", detached ", change.removed.size(), " network(s)");
-    }
-    step = "status";
-    if (write_status_if_changed(change)) out.result = ReconcileResult::Changed;
-    send_change_events(*kube, ref, pod, change.removed, change.added);
+    out = bring_in_line(change, desired, step);
   } catch (const InvalidRequest& e) {
     out.result = ReconcileResult::Invalid;
     out.message = e.message;

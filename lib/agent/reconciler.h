@@ -56,6 +56,8 @@ class Reconciler {
   /// Works through `services` on the cache in `options.cni_dir`. Every reconcile's API calls share
   /// one kept-alive connection (opened through services.open_transport on first use).
   Reconciler(const engine::Services& services, ReconcilerOptions options);
+  Reconciler(const Reconciler&) = delete;  ///< its transport factory refers to this object
+  Reconciler& operator=(const Reconciler&) = delete;
   /// Brings every complete sandbox of `pod` (a Pod object as the API serves it) in line with its
   /// networks annotation, then its network-status. Never throws for the pod's or the node's
   /// state: failures are in the outcome (and sent as Warning events where the pod can be told).
