@@ -1,6 +1,9 @@
 // Implementation of the agent's loop: list, watch, handle events, retry, back off.
 #include "agent/agent.h"
 
+#include <set>
+#include <utility>
+
 #include "cni/error.h"
 #include "engine/pod_networks.h"
 #include "k8s/pod_object.h"
@@ -13,12 +16,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string metadata_string(const Json& object, const char* key) {
-  auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) return {};
-  auto it = meta->find(key);
-  return it != meta->end() && it->is_string() ? it->get<std::string>() : std::string();
-}
+/// metadata.<key> of a Kubernetes object (a pod, a PodList, a bookmark's object).
+std::string metadata_string(const Json& object, const char* key) { return k8s::pod_metadata_string(object, key); }
 
 double seconds_since(Clock::time_point start, Clock::time_point end) {
   return std::chrono::duration<double>(end - start).count();
@@ -90,13 +89,16 @@ int Agent::run(const std::function<bool()>& stop) {
   while (!stop_()) {
     if (!listed) {
       listed = list_and_reconcile();
+      count_api_requests();
       if (!listed) {
         if (!wait(backoff(++failures))) break;
         continue;
       }
       failures = 0;
     }
-    switch (watch_once()) {
+    const WatchEnd end = watch_once();
+    count_api_requests();
+    switch (end) {
       case WatchEnd::Resume:
         failures = 0;
         break;
@@ -118,18 +120,20 @@ int Agent::run(const std::function<bool()>& stop) {
   return 0;
 }
 
+void Agent::count_api_requests() {
+  metrics_.api_requests.inc(api_->requests_made() - counted_requests_);
+  counted_requests_ = api_->requests_made();
+}
+
 bool Agent::list_and_reconcile() {
   Json list;
-  const int before = api_->requests_made();
   try {
     list = api_->list_node_pods(options_.node_name);
   } catch (const cni::CniError& e) {
-    metrics_.api_requests.inc(api_->requests_made() - before);
     util::log_error("agent: cannot list the pods of node ", options_.node_name, ": ", e.msg());
     set_health(false, "cannot list pods: " + e.msg());
     return false;
   }
-  metrics_.api_requests.inc(api_->requests_made() - before);
   resource_version_ = metadata_string(list, "resourceVersion");
   std::map<std::string, PodState> fresh;
   for (const Json& item : list["items"]) {
@@ -154,11 +158,12 @@ bool Agent::list_and_reconcile() {
     util::log_error("agent: cannot read the cache in ", options_.cni_dir, ": ", e.msg());
   }
   metrics_.sandboxes_tracked.set(static_cast<double>(sandboxes.size()));
+  std::set<std::pair<std::string, std::string>> cached;  // namespace, name
+  for (const CachedSandbox& s : sandboxes) cached.emplace(s.pod.namespace_, s.pod.name);
   for (auto& [uid, state] : pods_) {
-    const std::string ns = metadata_string(state.pod, "namespace"), name = metadata_string(state.pod, "name");
-    bool cached = false;
-    for (const CachedSandbox& s : sandboxes) cached = cached || (s.pod.namespace_ == ns && s.pod.name == name);
-    if (cached && !stop_()) reconcile_pod(uid);
+    if (stop_()) break;
+    if (cached.count({metadata_string(state.pod, "namespace"), metadata_string(state.pod, "name")}) != 0)
+      reconcile_pod(uid);
   }
   set_health(true, "");
   return true;
@@ -175,7 +180,6 @@ Agent::WatchEnd Agent::watch_once() {
     return !stop_();
   };
   pending_end_ = WatchEnd::Resume;
-  const int before = api_->requests_made();
   try {
     k8s::StreamEnd end = api_->watch_node_pods(
         options_.node_name, resource_version_, options_.watch_timeout_seconds, so, [&](std::string_view bytes) {
@@ -190,14 +194,12 @@ Agent::WatchEnd Agent::watch_once() {
           }
           return !stop_();
         });
-    metrics_.api_requests.inc(api_->requests_made() - before);
     if (stop_()) return WatchEnd::Stopped;
     if (end == k8s::StreamEnd::Stopped) return pending_end_;
     metrics_.watch_restarts_closed.inc();
     set_health(true, "");
     return WatchEnd::Resume;
   } catch (const k8s::ApiError& e) {
-    metrics_.api_requests.inc(api_->requests_made() - before);
     if (e.http_status() == 410) {
       util::log_verbose("agent: resourceVersion ", resource_version_, " expired; listing again");
       return WatchEnd::Relist;
@@ -205,7 +207,6 @@ Agent::WatchEnd Agent::watch_once() {
     util::log_error("agent: pod watch failed: ", e.msg());
     return stop_() ? WatchEnd::Stopped : WatchEnd::Backoff;
   } catch (const cni::CniError& e) {
-    metrics_.api_requests.inc(api_->requests_made() - before);
     util::log_error("agent: pod watch failed: ", e.msg());
     return stop_() ? WatchEnd::Stopped : WatchEnd::Backoff;
   }
@@ -258,6 +259,7 @@ void Agent::reconcile_pod(const std::string& uid) {
   const Clock::time_point start = services_.clock->now();
   ReconcileOutcome outcome = reconciler_.reconcile(state.pod);
   const Clock::time_point end = services_.clock->now();
+  metrics_.api_requests.inc(outcome.api_requests);
   if (outcome.result != ReconcileResult::NotHere) metrics_.reconcile_duration.observe(seconds_since(start, end));
   switch (outcome.result) {
     case ReconcileResult::NotHere:

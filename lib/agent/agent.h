@@ -65,6 +65,7 @@ class Agent {
   };
 
   bool list_and_reconcile();
+  void count_api_requests();
   enum class WatchEnd { Resume, Relist, Backoff, Stopped };
   WatchEnd watch_once();
   bool handle(const k8s::WatchEvent& event);
@@ -83,6 +84,7 @@ class Agent {
   std::unique_ptr<k8s::ApiClient> api_;
   k8s::RandomJitter jitter_;
   std::string resource_version_;
+  int counted_requests_ = 0;              ///< requests of api_ already added to the metrics
   std::map<std::string, PodState> pods_;  ///< by pod UID
   WatchEnd pending_end_ = WatchEnd::Resume;
   mutable std::mutex health_mu_;

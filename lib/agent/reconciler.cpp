@@ -9,7 +9,6 @@
 #include "agent/network_diff.h"
 #include "cni/error.h"
 #include "cni/netconf.h"
-#include "engine/cached.h"
 #include "engine/detach.h"
 #include "engine/entry_state.h"
 #include "engine/kube_access.h"
@@ -48,17 +47,6 @@ struct InvalidRequest {
   std::string message;
 };
 
-/// The addresses of an attachment's result, for its event ("10.1.1.5/24 fd00::5/64").
-std::string addresses_of(const store::AttachmentRecord& a) {
-  std::string out;
-  try {
-    for (const auto& ip : engine::decode_attachment_result(a).ips) out += (out.empty() ? "" : " ") + ip.address;
-  } catch (const CniError&) {
-    // an undecodable result lists no addresses
-  }
-  return out;
-}
-
 /// Removes the attachments at `indices` (ascending) of `record` from the pod: scoping, then the
 /// delegate's DEL. Those whose removal failed stay recorded; `removed` gets the others. Saves the
 /// record, then throws the first failure.
@@ -89,19 +77,21 @@ void detach(engine::Session& session, const engine::Services& services, const cn
   if (error) throw *error;
 }
 
-/// Sends the AddedInterface / RemovedInterface events of one reconcile (best effort, in order).
+/// Sends the RemovedInterface events, then the AddedInterface events (as ADD sends them) of one
+/// reconcile; best effort, and the first failure ends the sending. `entry` is the entry they
+/// belong to.
 void send_change_events(engine::KubeAccess& kube, const cni::PodRef& ref, const Json& pod,
-                        const std::vector<store::AttachmentRecord>& removed,
+                        const store::ContainerRecord& entry, const std::vector<store::AttachmentRecord>& removed,
                         const std::vector<store::AttachmentRecord>& added) {
   std::size_t n = 0;
   for (const auto& a : removed)
     if (!engine::send_event(kube, ref, pod, "RemovedInterface", "Normal", "Remove " + a.ifname + " from " + a.name,
                             n++))
       return;
-  for (const auto& a : added)
-    if (!engine::send_event(kube, ref, pod, "AddedInterface", "Normal",
-                            "Add " + a.ifname + " [" + addresses_of(a) + "] from " + a.name, n++))
-      return;
+  if (added.empty()) return;
+  store::ContainerRecord gained = entry;
+  gained.attachments = added;
+  engine::send_added_events(kube, ref, pod, gained);
 }
 
 /// One entry's hot-plug in progress: what it works with, and what it changed so far.
@@ -137,7 +127,7 @@ void apply_diff(Change& c, const NetworkDiff& diff, std::string& step) {
     try {
       detach(c.session, c.services, c.inv, c.netns, c.record, diff.detach, c.removed);
     } catch (...) {
-      send_change_events(c.kube, c.ref, c.pod, c.removed, {});
+      send_change_events(c.kube, c.ref, c.pod, c.record, c.removed, {});
       throw;
     }
   }
@@ -196,46 +186,14 @@ ReconcileOutcome bring_in_line(Change& c, const std::vector<k8s::SelectionElemen
   }
   step = "status";
   if (write_status_if_changed(c)) out.result = ReconcileResult::Changed;
-  send_change_events(c.kube, c.ref, c.pod, c.removed, c.added);
+  send_change_events(c.kube, c.ref, c.pod, c.record, c.removed, c.added);
   return out;
 }
 
-ReconcileResult worse(ReconcileResult a, ReconcileResult b) {
-  auto rank = [](ReconcileResult r) {
-    switch (r) {
-      case ReconcileResult::NotHere:
-        return 0;
-      case ReconcileResult::Unchanged:
-        return 1;
-      case ReconcileResult::Changed:
-        return 2;
-      case ReconcileResult::Invalid:
-        return 3;
-      case ReconcileResult::Failed:
-        return 4;
-    }
-    return 0;
-  };
-  return rank(a) >= rank(b) ? a : b;
-}
+/// The more severe of two results (ReconcileResult is declared from the least to the most severe).
+ReconcileResult worse(ReconcileResult a, ReconcileResult b) { return std::max(a, b); }
 
 }  // namespace
-
-const char* result_name(ReconcileResult result) {
-  switch (result) {
-    case ReconcileResult::NotHere:
-      return "not-here";
-    case ReconcileResult::Unchanged:
-      return "unchanged";
-    case ReconcileResult::Changed:
-      return "changed";
-    case ReconcileResult::Failed:
-      return "failed";
-    case ReconcileResult::Invalid:
-      return "invalid";
-  }
-  return "";
-}
 
 Reconciler::Reconciler(const engine::Services& services, ReconcilerOptions options)
     : services_(services), options_(std::move(options)) {
@@ -247,16 +205,20 @@ Reconciler::Reconciler(const engine::Services& services, ReconcilerOptions optio
   };
 }
 
-std::vector<CachedSandbox> Reconciler::cached_sandboxes() {
+store::Cache& Reconciler::cache() {
   if (!cache_) cache_ = services_.open_cache(options_.cni_dir);
+  return *cache_;
+}
+
+std::vector<CachedSandbox> Reconciler::cached_sandboxes() {
   std::map<store::EntryKey, CachedSandbox> complete;
-  for (const store::EntryKey& key : cache_->list()) {
+  for (const store::EntryKey& key : cache().list()) {
     if (auto seen = complete_.find(key); seen != complete_.end()) {
       complete.emplace(key, seen->second);
       continue;
     }
     try {
-      auto record = cache_->load(key);
+      auto record = cache().load(key);
       if (!record || engine::entry_state(*record) != engine::EntryState::Complete) continue;
       if (auto pod = engine::entry_pod(*record)) complete.emplace(key, CachedSandbox{key, *pod});
     } catch (const CniError& e) {
@@ -288,6 +250,7 @@ ReconcileOutcome Reconciler::reconcile(const Json& pod) {
     if (one.result == ReconcileResult::NotHere) continue;
     ++total.sandboxes;
     total.attached += one.attached;
+    total.api_requests += one.api_requests;
     total.detached += one.detached;
     if (worse(one.result, total.result) != total.result) {
       total.message = one.message;
@@ -302,7 +265,7 @@ ReconcileOutcome Reconciler::reconcile_entry(const store::EntryKey& key, const J
   ReconcileOutcome out;
   std::optional<cni::Invocation> inv;
   try {
-    inv = complete_entry_invocation(*services_.open_cache(options_.cni_dir), key);
+    inv = complete_entry_invocation(cache(), key);
     if (!inv) return out;
   } catch (const CniError& e) {
     out.result = ReconcileResult::Failed;
@@ -345,6 +308,7 @@ ReconcileOutcome Reconciler::reconcile_entry(const store::EntryKey& key, const J
     if (kube && kube->configured())
       engine::send_warning_event(*kube, ref, pod, "NetworkChangeFailed", "network change failed: " + e.msg());
   }
+  if (kube) out.api_requests = kube->requests_made();
   return out;
 }
 

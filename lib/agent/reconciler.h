@@ -19,13 +19,14 @@
 
 namespace manifold::agent {
 
-/// What reconciling a pod came to.
+/// What reconciling a pod came to, from the least to the most severe (a pod with several
+/// sandboxes reports the most severe result of them).
 enum class ReconcileResult {
   NotHere,    ///< no complete cache entry of the pod on this node: nothing to do
   Unchanged,  ///< attachments and network-status already matched
   Changed,    ///< networks were attached or detached, or the network-status was corrected
-  Failed,     ///< a step failed (the pod is left as the cache records it); worth retrying
   Invalid,    ///< the networks annotation cannot be parsed: not retried until it changes
+  Failed,     ///< a step failed (the pod is left as the cache records it); worth retrying
 };
 
 /// The outcome of one reconcile.
@@ -34,6 +35,7 @@ struct ReconcileOutcome {
   int attached = 0;         ///< networks attached
   int detached = 0;         ///< networks detached
   int sandboxes = 0;        ///< complete entries of the pod found
+  int api_requests = 0;     ///< HTTP requests made to the API server (retries included)
   std::string failed_step;  ///< "attach", "detach" or "status" when the result is Failed
   std::string message;      ///< why it failed or is invalid
 };
@@ -69,15 +71,13 @@ class Reconciler {
 
  private:
   ReconcileOutcome reconcile_entry(const store::EntryKey& key, const Json& pod);
+  store::Cache& cache();
 
   engine::Services services_;  ///< the caller's, with one kept-alive API connection for every reconcile
   ReconcilerOptions options_;
-  std::unique_ptr<store::Cache> cache_;                ///< the cache the index is read from
+  std::unique_ptr<store::Cache> cache_;                ///< opened on first use (cache())
   std::map<store::EntryKey, CachedSandbox> complete_;  ///< complete entries seen, by key
   std::shared_ptr<k8s::HttpTransport> transport_;      ///< the API connection every reconcile shares
 };
-
-/// The name of a reconcile result, for logs and metric labels ("unchanged", "changed", ...).
-const char* result_name(ReconcileResult result);
 
 }  // namespace manifold::agent

@@ -120,6 +120,7 @@ TEST_CASE("reconciler: an annotation change attaches and detaches through the de
   INFO(added.message);
   CHECK(added.result == ReconcileResult::Changed);
   CHECK(added.attached == 1);
+  CHECK(added.api_requests == 3);
   CHECK(briefs_since(w, calls) == std::vector<std::string>{"macvlan ADD net1"});
   CHECK(w.has_link(w.netns_path, "net1"));
   CHECK(ifnames(w) == std::vector<std::string>{"eth0", "net1"});
