@@ -66,21 +66,19 @@ std::vector<std::optional<std::size_t>> match_elements(const std::vector<k8s::Se
 NetworkDiff diff_networks(const std::vector<k8s::SelectionElement>& desired, const store::ContainerRecord& record) {
   const auto& attachments = record.attachments;
   std::vector<std::optional<std::size_t>> match = match_elements(desired, attachments);
-  std::vector<bool> kept(attachments.size(), false);  // matched, left as it is
-  for (const auto& m : match)
-    if (m) kept[*m] = true;
-  NetworkDiff diff;
-
   // A matched element asking for something else now is detached and attached again on its name.
   std::vector<std::string> reattach_name(desired.size());
   for (std::size_t e = 0; e < desired.size(); ++e) {
     if (!match[e]) continue;
     const auto& a = attachments[*match[e]];
     if (same_request(recorded_selection(a), k8s::selection_record(desired[e]))) continue;
-    kept[*match[e]] = false;
     reattach_name[e] = a.ifname;
     match[e].reset();
   }
+  std::vector<bool> kept(attachments.size(), false);  // still matched: left as it is
+  for (const auto& m : match)
+    if (m) kept[*m] = true;
+  NetworkDiff diff;
 
   std::set<std::string> taken;
   for (std::size_t i = 0; i < attachments.size(); ++i) {
