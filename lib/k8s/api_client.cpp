@@ -3,7 +3,6 @@
 // name the object and never contain the token.
 #include "k8s/api_client.h"
 
-#include <cctype>
 #include <functional>
 #include <iomanip>
 #include <sstream>
@@ -139,21 +138,7 @@ void ApiClient::create_event(const std::string& ns, const Json& event) {
 namespace {
 
 // A query parameter value, percent-encoded (everything but RFC 3986's unreserved characters).
-std::string query_value(std::string_view value) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out;
-  for (char c : value) {
-    auto u = static_cast<unsigned char>(c);
-    if (std::isalnum(u) != 0 || c == '-' || c == '.' || c == '_' || c == '~') {
-      out += c;
-    } else {
-      out += '%';
-      out += hex[u >> 4];
-      out += hex[u & 15];
-    }
-  }
-  return out;
-}
+std::string query_value(std::string_view value) { return util::percent_encode(value, "-._~"); }
 
 std::string node_selector(const std::string& node) {
   require_name("node", node);

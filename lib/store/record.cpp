@@ -9,6 +9,7 @@
 #include "cni/error.h"
 #include "store/record_text.h"
 #include "util/ifname.h"
+#include "util/quote.h"
 
 namespace manifold::store {
 
@@ -109,19 +110,7 @@ void validate_container_id(std::string_view id) {
 std::string EntryKey::str() const { return container_id + "/" + network + "/" + ifname; }
 
 std::string entry_file_name(const std::string& network, const std::string& ifname) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string name;
-  name.reserve(network.size() + ifname.size() + 8);
-  for (unsigned char c : network) {
-    if (is_id_char(static_cast<char>(c), true) || c == '_' || c == '-') {
-      name += static_cast<char>(c);
-    } else {
-      name += '%';
-      name += kHex[c >> 4];
-      name += kHex[c & 0xF];
-    }
-  }
-  return name + "@" + ifname + std::string(kEntryExt);
+  return util::percent_encode(network, "_-") + "@" + ifname + std::string(kEntryExt);
 }
 
 std::optional<std::pair<std::string, std::string>> parse_entry_file_name(std::string_view name) {

@@ -51,6 +51,24 @@ std::string quote_bytes(std::string_view text, std::size_t max) {
   return out + "\"";
 }
 
+std::string percent_encode(std::string_view text, std::string_view keep) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (alnum || keep.find(c) != std::string_view::npos) {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[u >> 4];
+      out += kHex[u & 0xF];
+    }
+  }
+  return out;
+}
+
 std::string printable_json(const Json& value, std::size_t max) {
   if (value.is_string()) return "\"" + printable(value.get_ref<const std::string&>(), max) + "\"";
   return printable(value.dump(-1, ' ', false, Json::error_handler_t::replace), max);

@@ -23,6 +23,10 @@ std::string quote_bytes(std::string_view text, std::size_t max = 64);
 /// nullptr when `c` has none.
 const char* short_escape(unsigned char c);
 
+/// `text` percent-encoded: ASCII letters and digits and the characters of `keep` stay as they are,
+/// every other byte becomes %XX (upper-case hex). Used for cache file names and URL query values.
+std::string percent_encode(std::string_view text, std::string_view keep);
+
 /// A JSON value rendered for a message: a string as "\"" + printable(text, max) + "\"", anything
 /// else as printable(its compact JSON text, max) (invalid UTF-8 replaced).
 std::string printable_json(const Json& value, std::size_t max = 64);

@@ -51,3 +51,11 @@ TEST_CASE("short_escape: the seven escapes JSON and Go's %q share, nothing else"
     CHECK(short_escape(c) == nullptr);
   }
 }
+
+TEST_CASE("percent_encode keeps letters, digits and the given characters, %XX for every other byte", "[util]") {
+  using manifold::util::percent_encode;
+  CHECK(percent_encode("spec.nodeName=node-a_1~", "-._~") == "spec.nodeName%3Dnode-a_1~");
+  CHECK(percent_encode("my.net/a b@c%", "_-") == "my%2Enet%2Fa%20b%40c%25");
+  CHECK(percent_encode(std::string("\x00\xff", 2), "") == "%00%FF");
+  CHECK(percent_encode("", "-") == "");
+}
