@@ -58,7 +58,7 @@ void detach(engine::Session& session, const engine::Services& services, const cn
   for (std::size_t i : indices) gone.attachments.push_back(record.attachments[i]);
   engine::ScopingSession scoping(services, netns);
   std::optional<CniError> error;
-  auto failed = engine::delete_attachments(*session.runner, inv, gone, netns, error, &scoping.env);
+  auto failed = engine::delete_attachments(session, inv, gone, netns, error, &scoping.env);
   auto is_failed = [&](const store::AttachmentRecord& a) {
     return std::any_of(failed.begin(), failed.end(), [&](const auto& f) { return f.ifname == a.ifname; });
   };

@@ -22,14 +22,15 @@ enum class ErrorCode : unsigned {
   TryAgainLater = 11,
   PluginNotAvailable = 50,
   LimitedConnectivity = 51,
-  Internal = 100,         ///< a bug or an unexpected system failure inside manifold
-  DelegateFailed = 101,   ///< a delegate could not be run, crashed, hung or printed garbage
-  InterfaceExists = 102,  ///< the interface name for an attachment is already taken in the netns
-  Kubernetes = 103,       ///< the Kubernetes API could not be reached or answered an error
-  NetworkNotFound = 104,  ///< a NetworkAttachmentDefinition or network file could not be found
-  Netlink = 105,          ///< a netlink operation in the pod namespace failed
-  Firewall = 106,         ///< iptables-restore failed
-  CheckFailed = 107,      ///< CHECK found state that differs from what ADD created
+  Internal = 100,           ///< a bug or an unexpected system failure inside manifold
+  DelegateFailed = 101,     ///< a delegate could not be run, crashed, hung or printed garbage
+  InterfaceExists = 102,    ///< the interface name for an attachment is already taken in the netns
+  Kubernetes = 103,         ///< the Kubernetes API could not be reached or answered an error
+  NetworkNotFound = 104,    ///< a NetworkAttachmentDefinition or network file could not be found
+  Netlink = 105,            ///< a netlink operation in the pod namespace failed
+  Firewall = 106,           ///< iptables-restore failed
+  CheckFailed = 107,        ///< CHECK found state that differs from what ADD created
+  DeviceUnavailable = 108,  ///< the kubelet's devices for a network could not be found or were used up
 };
 
 /// An error to be reported to the runtime as CNI error JSON.

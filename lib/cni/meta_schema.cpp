@@ -175,6 +175,8 @@ const MetaField kFields[] = {
     {"apiTimeouts", T::Section, 0, 0, nullptr, nullptr, kApiTimeouts},
     {"kubeletCheckpointFile", T::String, 0, 0, put<&M::kubelet_checkpoint_file>},
     {"deviceInfoDir", T::String, 0, 0, put<&M::device_info_dir>},
+    {"podResourcesSocket", T::String, 0, 0, put<&M::pod_resources_socket>},
+    {"kubeletTimeout", T::Int, 1, 300, put<&M::kubelet_timeout_s>},
     {"sourceRouting", T::Custom, 0, 0, nullptr, scoping_rule},
     {"mesh", T::Custom, 0, 0, nullptr, scoping_rule},
     {"delegates", T::Custom, 0, 0, nullptr, delegates_rule},

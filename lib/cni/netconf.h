@@ -61,6 +61,9 @@ struct MetaConfig {
   std::string kubelet_checkpoint_file = "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint";
   ///< kubeletCheckpointFile (ours): device allocations
   std::string device_info_dir = "/var/run/k8s.cni.cncf.io/devinfo";  ///< deviceInfoDir (ours)
+  /// podResourcesSocket (ours): the kubelet's PodResources socket ("" = never ask the kubelet).
+  std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
+  int kubelet_timeout_s = 10;     ///< kubeletTimeout (ours): seconds for the PodResources List, connect included
   Json scoping = Json::object();  ///< sourceRouting/mesh defaults, validated elsewhere
   Json raw;                       ///< the whole config as given
 };

@@ -32,6 +32,8 @@ struct Attachment {
   bool has_default_route = false;                               ///< the selection element carried `default-route`
   std::vector<std::string> default_route;                       ///< its gateways
   std::string device_info_file;  ///< CNIDeviceInfoFile given to the delegate, "" when none
+  std::string resource_name;     ///< the NAD's k8s.v1.cni.cncf.io/resourceName, when it got a device
+  std::string device_id;         ///< the kubelet-allocated device it got, "" when none
   /// For a network of the pod's networks annotation: the element that asked for it
   /// (k8s::selection_record), recorded so the node agent can match it later; null otherwise.
   Json selection;

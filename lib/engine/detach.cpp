@@ -7,6 +7,7 @@
 #include "cni/delegate_config.h"
 #include "cni/result_codec.h"
 #include "engine/cached.h"
+#include "engine/devices.h"
 #include "engine/entry_state.h"
 #include "engine/kube_access.h"
 #include "engine/plan.h"
@@ -163,7 +164,7 @@ void keep_failed(store::Cache& cache, store::ContainerRecord record, std::vector
   }
 }
 
-std::vector<store::AttachmentRecord> delete_attachments(exec::DelegateRunner& runner, const cni::Invocation& inv,
+std::vector<store::AttachmentRecord> delete_attachments(Session& session, const cni::Invocation& inv,
                                                         const store::ContainerRecord& record, const std::string& netns,
                                                         std::optional<CniError>& first_error,
                                                         scoping::ScopingEnv* scoping,
@@ -185,11 +186,12 @@ std::vector<store::AttachmentRecord> delete_attachments(exec::DelegateRunner& ru
       ok = false;
     }
     try {
-      runner.del(a.config, a.result, del_target_for(inv, netns, a));
+      session.runner->del(a.config, a.result, del_target_for(inv, netns, a));
     } catch (const CniError& e) {
       note(a, "DEL of network", e);
       ok = false;
     }
+    remove_device_info(session.file_writer.get(), a.device_info_file);
     if (!ok) failed.insert(failed.begin(), a);
   }
   return failed;
@@ -215,7 +217,7 @@ void detach_entry(const Services& services, Session& session, const cni::Invocat
   // A rebuilt record's scoping is looked for in the runtime's namespace: found by our chain names
   // and by rules at our priority from the prevResult IPs, it can only be ours.
   auto scoping = open_scoping_for_del(services, del_netns(rebuilt ? inv.netns : record->netns), *record);
-  auto failed = delete_attachments(*session.runner, inv, *record, del_netns(record->netns), error,
+  auto failed = delete_attachments(session, inv, *record, del_netns(record->netns), error,
                                    scoping ? &scoping->env : nullptr, &scoping_left);
   if (rebuilt) {
     // Best effort: nothing proves these delegates were ever added, so their errors are only logged.

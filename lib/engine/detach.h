@@ -29,11 +29,12 @@ std::string del_netns(const std::string& netns);
 
 /// DELs every attachment of `record` in reverse with CNI_NETNS `netns` ("" = none: the delegates
 /// only release what they hold, e.g. IPAM), removing its network scoping first when `scoping` is
-/// given. Returns the attachments whose DEL failed; the first error goes to `first_error`, and
+/// given, and its device-info file after (whether the DEL succeeded or not: the file only informs
+/// the delegate's ADD). Returns the attachments whose DEL failed; the first error goes to `first_error`, and
 /// those whose own network scoping could not be removed also to `*scoping_left` when given (their
 /// rules are ours: they must stay recorded whatever `retryDeleteOnError` says). `inv` supplies the
 /// container, CNI_PATH and the runtime's CNI_ARGS (for attachments without cached ones).
-std::vector<store::AttachmentRecord> delete_attachments(exec::DelegateRunner& runner, const cni::Invocation& inv,
+std::vector<store::AttachmentRecord> delete_attachments(Session& session, const cni::Invocation& inv,
                                                         const store::ContainerRecord& record, const std::string& netns,
                                                         std::optional<cni::CniError>& first_error,
                                                         scoping::ScopingEnv* scoping = nullptr,

@@ -45,7 +45,7 @@ void gc_unreadable_entry(Session& session, const cni::Invocation& inv,
   std::optional<CniError> error;
   try {
     record.attachments = rebuilt_attachments(session.config, resolve_static_attachments(session.config, gone));
-    delete_attachments(*session.runner, gone, record, "", error);
+    delete_attachments(session, gone, record, "", error);
   } catch (const CniError& e) {
     error = e;
   }
@@ -93,7 +93,7 @@ void collect_stale_entries(Session& session, const cni::Invocation& inv,
     gone.container_id = record->container_id;
     // The runtime no longer knows this container: its namespace is not ours to enter any more, so
     // the delegates get no CNI_NETNS and only release what they hold (IPAM).
-    auto failed = delete_attachments(*session.runner, gone, *record, "", error);
+    auto failed = delete_attachments(session, gone, *record, "", error);
     if (failed.empty()) {
       forget_entry(*session.cache, key);
     } else {

@@ -55,6 +55,14 @@ Json KubeAccess::get_nad(const std::string& ns, const std::string& name) {
   return call([&](k8s::ApiClient& c) { return c.get_nad(ns, name); });
 }
 
+Json KubeAccess::get_resource_claim(const std::string& ns, const std::string& name) {
+  return call([&](k8s::ApiClient& c) { return c.get_resource_claim(ns, name); });
+}
+
+Json KubeAccess::list_resource_slices(const std::string& node, const std::string& driver) {
+  return call([&](k8s::ApiClient& c) { return c.list_resource_slices(node, driver); });
+}
+
 Json KubeAccess::update_pod_status(const std::string& ns, const std::string& name, const Json& pod) {
   return call([&](k8s::ApiClient& c) { return c.update_pod_status(ns, name, pod); });
 }

@@ -36,6 +36,10 @@ class KubeAccess {
   Json get_pod(const std::string& ns, const std::string& name);
   /// GET a NetworkAttachmentDefinition.
   Json get_nad(const std::string& ns, const std::string& name);
+  /// GET a DRA ResourceClaim.
+  Json get_resource_claim(const std::string& ns, const std::string& name);
+  /// LIST the DRA ResourceSlices of `driver` on `node`.
+  Json list_resource_slices(const std::string& node, const std::string& driver);
   /// PUT pods/status.
   Json update_pod_status(const std::string& ns, const std::string& name, const Json& pod);
   /// POST an Event: one attempt, no retry (an Event is best effort and must not delay the ADD).

@@ -6,7 +6,7 @@
 
 #include "cni/delegate_config.h"
 #include "cni/error.h"
-#include "k8s/device_checkpoint.h"
+#include "engine/devices.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -15,22 +15,6 @@ namespace manifold::engine {
 namespace {
 
 using cni::CniError;
-
-// Reads the kubelet's device checkpoint for the pod (only when a NAD asks for a resource).
-k8s::DeviceAllocator device_allocator(const Services& services, const cni::MetaConfig& config, const Json& pod) {
-  std::string uid;
-  if (pod.contains("metadata") && pod["metadata"].is_object() && pod["metadata"].value("uid", Json()).is_string())
-    uid = pod["metadata"]["uid"].get<std::string>();
-  return k8s::DeviceAllocator([&services, path = config.kubelet_checkpoint_file, uid] {
-    try {
-      Json j = Json::parse(services.files->read(path, 16u << 20), nullptr, false);
-      return k8s::pod_devices(j, uid);
-    } catch (const util::IoError& e) {
-      util::log_verbose("no kubelet device checkpoint: ", e.msg());
-      return k8s::DeviceAllocator::Table{};
-    }
-  });
-}
 
 // Keeps of each "no default route" plan only the families no other attachment chose a gateway
 // for, so that its cached plan (and CHECK) says exactly what ADD did.
@@ -56,7 +40,7 @@ std::vector<Attachment> resolve_attachments(const Services& services, const Sess
                                             const cni::Invocation& inv, const std::optional<Json>& pod,
                                             Resolution mode) {
   if (!pod) return resolve_static_attachments(session.config, inv);
-  auto devices = device_allocator(services, session.config, *pod);
+  auto devices = pod_device_allocator(services, session.config, kube, *pod);
   return resolve_pod_attachments(session.config, inv, kube, *pod, devices, mode);
 }
 

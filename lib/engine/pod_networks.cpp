@@ -6,6 +6,7 @@
 
 #include "cni/conf_files.h"
 #include "cni/error.h"
+#include "k8s/device_info.h"
 #include "k8s/isolation.h"
 #include "k8s/nad_config.h"
 #include "k8s/pod_object.h"
@@ -103,32 +104,37 @@ void apply_selection(Attachment& a, const k8s::SelectionElement& e, bool runtime
   }
 }
 
-// Where the delegate of `a` finds (and leaves) its device-info file: <dir>/cni/<name>-<cid>_<ifname>.
+// Where the delegate of `a` finds (and leaves) its device-info file.
 std::string device_info_path(const cni::MetaConfig& config, const cni::Invocation& inv, const Attachment& a) {
-  std::string base = a.name + "-" + inv.container_id + "_" + a.ifname;
-  for (auto& c : base)
-    if (c == '/') c = '-';
-  return config.device_info_dir + "/cni/" + base;
+  return k8s::attachment_info_path(config.device_info_dir, a.name, inv.container_id, a.ifname);
 }
 
-// Gives a NAD attachment its kubelet-allocated device, when its NAD names a resource.
+// Gives a NAD attachment its kubelet-allocated device, when its NAD names a resource. Unless the
+// device is `required` (a DEL rebuilt from the pod must release what it can), a device that cannot
+// be found is logged and the delegate runs without one.
 void apply_device(Attachment& a, const Json& nad, const cni::MetaConfig& config, const cni::Invocation& inv,
-                  k8s::DeviceAllocator& devices) {
+                  k8s::DeviceAllocator& devices, bool required) {
   std::string resource = k8s::nad_resource_name(nad);
   if (resource.empty()) return;
-  std::string id = devices.next(resource);
-  if (id.empty()) {
-    util::log_verbose("no device of resource ", resource, " is allocated to the pod for ", a.name);
+  std::string id;
+  try {
+    id = devices.take(resource, a.name);
+  } catch (const CniError& e) {
+    if (required) throw;
+    util::log_warning(e.msg(), "; its delegate runs without a device");
     return;
   }
   k8s::inject_device_id(a.delegate, id);
   a.runtime_config["deviceID"] = id;
+  a.resource_name = resource;
+  a.device_id = id;
   a.device_info_file = device_info_path(config, inv, a);  // final once interface names are assigned
 }
 
 // The attachment of a fetched NAD for selection element `e`.
 Attachment nad_attachment(const cni::MetaConfig& config, const cni::Invocation& inv, NadResolver& nads, const Json& nad,
-                          const k8s::SelectionElement& e, bool cluster, k8s::DeviceAllocator& devices) {
+                          const k8s::SelectionElement& e, bool cluster, k8s::DeviceAllocator& devices,
+                          bool devices_required) {
   Attachment a;
   a.cluster_network = cluster;
   a.from_nad = true;
@@ -136,7 +142,7 @@ Attachment nad_attachment(const cni::MetaConfig& config, const cni::Invocation& 
   a.delegate = nads.delegate_of(nad, e.namespace_, e.name);
   a.runtime_config = runtime_config_for(config, cluster);
   apply_selection(a, e, !cluster);  // the cluster network never gets per-network overrides
-  apply_device(a, nad, config, inv, devices);
+  apply_device(a, nad, config, inv, devices, devices_required);
   return a;
 }
 
@@ -206,7 +212,7 @@ std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, c
     }
   };
   auto from_nad = [&](const k8s::SelectionElement& e, bool cluster) {
-    return nad_attachment(config, inv, nads, fetch_nad(e), e, cluster, devices);
+    return nad_attachment(config, inv, nads, fetch_nad(e), e, cluster, devices, mode == Resolution::Strict);
   };
 
   // 1. The cluster network.
@@ -283,9 +289,13 @@ Attachment resolve_selected_network(const cni::MetaConfig& config, const cni::In
   auto ref = cni::pod_ref_from(inv.args);
   k8s::check_isolation(k8s::namespace_policy_from_config(config), ref.namespace_, element.namespace_);
   NadResolver nads(kube, config);
-  k8s::DeviceAllocator no_devices{k8s::DeviceAllocator::Table{}};
+  k8s::DeviceAllocator no_devices([]() -> k8s::DeviceTable {
+    throw CniError(ErrorCode::DeviceUnavailable,
+                   "a network added to a running pod cannot get a kubelet device: the kubelet allocates devices when "
+                   "it admits the pod");
+  });
   Attachment a = nad_attachment(config, inv, nads, *nads.fetch(element.namespace_, element.name, false), element, false,
-                                no_devices);
+                                no_devices, true);
   a.selection = k8s::selection_record(element);
   a.ifname = ifname;
   return a;

@@ -10,7 +10,7 @@
 
 #include "cni/netconf.h"
 #include "cni/skel.h"
-#include "k8s/device_checkpoint.h"
+#include "k8s/device_allocation.h"
 #include "k8s/selection.h"
 #include "engine/attachment.h"
 #include "engine/kube_access.h"

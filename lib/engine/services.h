@@ -5,6 +5,7 @@
 // other way.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -20,6 +21,7 @@
 #include "store/cache.h"
 #include "util/clock.h"
 #include "util/file_reader.h"
+#include "util/file_writer.h"
 
 namespace manifold::engine {
 
@@ -47,6 +49,11 @@ struct Services {
   std::shared_ptr<util::Clock> clock;
   /// Reads small files (kubelet checkpoint, device info).
   std::shared_ptr<util::FileReader> files;
+  /// Writes and removes the attachments' device-info files. Unset: none are written.
+  std::shared_ptr<util::FileWriter> file_writer;
+  /// Asks the kubelet's PodResources API on a unix socket for every pod's devices, within a
+  /// timeout: the serialised ListPodResourcesResponse. Throws k8s::GrpcError.
+  std::function<std::string(const std::string& socket, std::chrono::milliseconds timeout)> list_pod_resources;
   /// The process's own environment ("K=V"), the base of every delegate's environment.
   std::vector<std::string> environment;
 };

@@ -19,6 +19,7 @@ Session open_session(const Services& services, cni::MetaConfig config, const cni
                                                           std::chrono::seconds(session.config.delegate_timeout_s),
                                                           services.environment, session.config.delegate_env);
   session.runner = std::make_unique<exec::DelegateRunner>(*session.invoker);
+  session.file_writer = services.file_writer;
   return session;
 }
 

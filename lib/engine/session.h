@@ -21,12 +21,13 @@ namespace manifold::engine {
 
 /// The per-call state every engine operation works with.
 struct Session {
-  cni::MetaConfig config;                        ///< the meta config
-  std::unique_ptr<store::Cache> cache;           ///< the cache of config.cni_dir
-  std::unique_ptr<exec::PluginInvoker> invoker;  ///< runs delegate binaries
-  std::unique_ptr<exec::DelegateRunner> runner;  ///< runs confs and conflists through `invoker`
-  std::vector<std::string> search_dirs;          ///< binDir, then CNI_PATH
-  store::EntryKey key;                           ///< the call's cache entry
+  cni::MetaConfig config;                         ///< the meta config
+  std::unique_ptr<store::Cache> cache;            ///< the cache of config.cni_dir
+  std::unique_ptr<exec::PluginInvoker> invoker;   ///< runs delegate binaries
+  std::unique_ptr<exec::DelegateRunner> runner;   ///< runs confs and conflists through `invoker`
+  std::shared_ptr<util::FileWriter> file_writer;  ///< the services' device-info writer (may be null)
+  std::vector<std::string> search_dirs;           ///< binDir, then CNI_PATH
+  store::EntryKey key;                            ///< the call's cache entry
 };
 
 /// Opens the session of the call `inv` with its parsed `config`.

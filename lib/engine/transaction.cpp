@@ -6,6 +6,7 @@
 #include "cni/result_codec.h"
 #include "engine/cached.h"
 #include "engine/detach.h"
+#include "engine/devices.h"
 #include "engine/entry_state.h"
 #include "engine/plan.h"
 #include "util/log.h"
@@ -87,6 +88,7 @@ void AttachTransaction::attach(const Attachment& a, const scoping::ScopingPlan& 
   record_.attachments.push_back(planned_record(session_.config, inv_, a, plan, version));
   save();  // before the delegate runs, so a crash can still be cleaned up
   store::AttachmentRecord& added = record_.attachments.back();
+  copy_device_info(services_, session_.config, a);
 
   util::log_verbose("ADD network \"", a.name, "\" as ", a.ifname);
   if (util::Logger::instance().enabled(util::LogLevel::Debug))
@@ -130,7 +132,7 @@ void AttachTransaction::roll_back() noexcept {
     store::ContainerRecord added = record_;
     added.attachments.erase(added.attachments.begin(), added.attachments.begin() + static_cast<long>(first_new_));
     std::optional<CniError> error;
-    auto failed = delete_attachments(*session_.runner, inv_, added, del_netns(record_.netns), error, &env_);
+    auto failed = delete_attachments(session_, inv_, added, del_netns(record_.netns), error, &env_);
     if (last_failed && !failed.empty() && failed.back().ifname == added.attachments.back().ifname) failed.pop_back();
     // The ADD's own error is what the caller must see: cache trouble here is only logged.
     std::vector<store::AttachmentRecord> kept(record_.attachments.begin(),

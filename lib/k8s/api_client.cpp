@@ -147,6 +147,28 @@ std::string node_selector(const std::string& node) {
 
 }  // namespace
 
+Json ApiClient::get_resource_claim(const std::string& ns, const std::string& name) {
+  require_namespace(ns);
+  require_name("ResourceClaim", name);
+  Target t{"resourceclaims", ns, name, "/apis/resource.k8s.io/v1/namespaces/" + ns + "/resourceclaims/" + name};
+  return call_for_object("GET", t, {}, "ResourceClaim");
+}
+
+Json ApiClient::list_resource_slices(const std::string& node, const std::string& driver) {
+  require_name("DRA driver", driver);
+  std::string selector = "spec.driver=" + driver;
+  if (!node.empty()) {
+    require_name("node", node);
+    selector = "spec.nodeName=" + node + "," + selector;
+  }
+  Target t{"resourceslices", "", "", "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=" + query_value(selector)};
+  Json list = call_for_object("GET", t, {}, "ResourceSliceList");
+  if (!list.contains("items") || !list["items"].is_array())
+    throw cni::CniError(cni::ErrorCode::Decoding,
+                        "Kubernetes API answer to GET " + t.describe() + " has no items list");
+  return list;
+}
+
 Json ApiClient::list_node_pods(const std::string& node) {
   Target t{"pods", "", "", "/api/v1/pods?" + node_selector(node)};
   Json list = call_for_object("GET", t, {}, "PodList");

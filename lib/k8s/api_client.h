@@ -40,6 +40,13 @@ class ApiClient {
   Json update_pod_status(const std::string& ns, const std::string& name, const Json& pod);
   /// POST /api/v1/namespaces/{ns}/events.
   void create_event(const std::string& ns, const Json& event);
+  /// GET /apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/{name}.
+  Json get_resource_claim(const std::string& ns, const std::string& name);
+  /// GET /apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName={node},spec.driver={driver}
+  /// (the node term left out when `node` is empty): the ResourceSliceList. Throws
+  /// CniError(InvalidConfig) for a node or driver that is not a DNS-1123 subdomain, CniError(Decoding)
+  /// for an answer that is not a list.
+  Json list_resource_slices(const std::string& node, const std::string& driver);
   /// GET /api/v1/pods?fieldSelector=spec.nodeName%3D{node} (every namespace): the node's PodList,
   /// with retries like every call. Throws CniError(InvalidConfig) for a node name that is not a
   /// DNS-1123 subdomain, CniError(Decoding) for an answer that is not a PodList.

@@ -15,6 +15,7 @@ namespace {
 using namespace manifest_detail;
 
 constexpr const char* kNadGroup = "k8s.cni.cncf.io";
+constexpr const char* kDraGroup = "resource.k8s.io";
 constexpr const char* kNads = "network-attachment-definitions";
 
 /// True when the RBAC list `list` holds `want` or "*".
@@ -46,6 +47,12 @@ std::string rbac_excess(const Json& rule) {
       break;
     }
   if (rbac_grants(rule, "", "secrets", "")) note("access to secrets");
+  for (const char* resource : {"resourceclaims", "resourceslices"})
+    for (const char* verb : {"create", "update", "patch", "delete", "deletecollection"})
+      if (rbac_grants(rule, kDraGroup, resource, verb)) {
+        note("write access to DRA objects");
+        return extra;
+      }
   return extra;
 }
 
@@ -162,6 +169,7 @@ void validate_cluster_role(const Json& role, cni::Problems& out) {
     const char* resource;
     std::vector<std::string> verbs;
     const char* why;
+    bool optional = false;  ///< only some pods need it: a warning when missing
   };
   const char* multus = "keeping the role interchangeable with Multus's";
   const Need needs[] = {{"", "pods", {"get"}, "reading the pod's network selection annotations"},
@@ -170,7 +178,9 @@ void validate_cluster_role(const Json& role, cni::Problems& out) {
                         {"", "pods/status", {"get"}, multus},
                         {"", "pods/status", {"update"}, "writing network-status"},
                         {"", "events", {"create"}, "the AddedInterface/RemovedInterface events on pods"},
-                        {kNadGroup, kNads, {"get", "list"}, "reading the networks pods select"}};
+                        {kNadGroup, kNads, {"get", "list"}, "reading the networks pods select"},
+                        {kDraGroup, "resourceclaims", {"get"}, "network devices of pods with DRA claims", true},
+                        {kDraGroup, "resourceslices", {"list"}, "network devices of pods with DRA claims", true}};
   if (find_path(role, {"aggregationRule"})) return;  // the controller fills the rules in
   const Json* rules = find_path(role, {"rules"});
   if (rules && !rules->is_array()) return add(out, "$.rules", "must be a list of rules");
@@ -183,7 +193,8 @@ void validate_cluster_role(const Json& role, cni::Problems& out) {
       if (!granted) missing += (missing.empty() ? "" : "/") + verb;
     }
     if (!missing.empty())
-      add(out, "$.rules", std::string(need.resource) + " " + missing + ": not granted; needed for " + need.why);
+      add(out, "$.rules", std::string(need.resource) + " " + missing + ": not granted; needed for " + need.why,
+          need.optional);
   }
   for (size_t i = 0; rules && i < rules->size(); ++i)
     if (std::string extra = rbac_excess((*rules)[i]); !extra.empty())

@@ -1,67 +1,74 @@
-// Implementation of kubelet checkpoint parsing and device hand-out.
+// Implementation of the strict checkpoint reader: parse with a depth bound, check every level's
+// type on the way to the pod's entries, collect their IDs.
 #include "k8s/device_checkpoint.h"
 
-#include <algorithm>
+#include "cni/error.h"
+#include "util/json_parse.h"
+#include "util/quote.h"
 
 namespace manifold::k8s {
 
 namespace {
 
-void collect_ids(const Json& ids, std::vector<std::string>& out) {
+[[noreturn]] void bad(const std::string& path, const std::string& why) {
+  throw cni::CniError(cni::ErrorCode::Decoding, "kubelet device checkpoint " + path + " is invalid: " + why);
+}
+
+void collect_ids(const Json& ids, const std::string& path, const std::string& where, std::vector<std::string>& out) {
   if (ids.is_array()) {
-    for (const auto& id : ids)
-      if (id.is_string()) out.push_back(id.get<std::string>());
+    for (const auto& id : ids) {
+      if (!id.is_string()) bad(path, where + " has a device ID that is not a string");
+      out.push_back(id.get<std::string>());
+    }
   } else if (ids.is_object()) {
-    for (const auto& [numa, list] : ids.items()) collect_ids(list, out);
+    for (const auto& [numa, list] : ids.items()) {
+      if (!list.is_array() && !list.is_null())
+        bad(path, where + " NUMA node " + util::quote_bytes(numa, 16) + " is not a list");
+      if (list.is_array()) collect_ids(list, path, where, out);
+    }
+  } else if (!ids.is_null()) {
+    bad(path, where + " DeviceIDs is neither a list nor a map of lists");
   }
+}
+
+const Json& entries_of(const Json& checkpoint, const std::string& path) {
+  static const Json kNone = Json::array();
+  if (!checkpoint.is_object()) bad(path, "it is not a JSON object");
+  auto data = checkpoint.find("Data");
+  if (data == checkpoint.end() || data->is_null()) return kNone;
+  if (!data->is_object()) bad(path, "\"Data\" is not an object");
+  auto entries = data->find("PodDeviceEntries");
+  if (entries == data->end() || entries->is_null()) return kNone;
+  if (!entries->is_array()) bad(path, "\"Data.PodDeviceEntries\" is not a list");
+  return *entries;
 }
 
 }  // namespace
 
-std::map<std::string, std::vector<std::string>> pod_devices(const Json& checkpoint, std::string_view pod_uid) {
-  std::map<std::string, std::vector<std::string>> out;
-  if (!checkpoint.is_object() || pod_uid.empty()) return out;
-  auto data = checkpoint.find("Data");
-  if (data == checkpoint.end() || !data->is_object()) return out;
-  auto entries = data->find("PodDeviceEntries");
-  if (entries == data->end() || !entries->is_array()) return out;
-  for (const auto& e : *entries) {
-    if (!e.is_object() || !e.contains("PodUID") || !e["PodUID"].is_string() ||
-        e["PodUID"].get<std::string>() != pod_uid || !e.contains("ResourceName") || !e["ResourceName"].is_string() ||
-        !e.contains("DeviceIDs"))
-      continue;
-    collect_ids(e["DeviceIDs"], out[e["ResourceName"].get<std::string>()]);
+DeviceTable checkpoint_devices(std::string_view text, const std::string& path, const std::string& pod_uid) {
+  if (pod_uid.empty())
+    throw cni::CniError(cni::ErrorCode::InvalidConfig,
+                        "the pod has no UID, so its devices cannot be found in the kubelet checkpoint " + path);
+  const Json checkpoint = util::parse_json_bounded(std::string(text));
+  if (checkpoint.is_discarded()) bad(path, "it is not valid JSON (truncated, or not a checkpoint)");
+  DeviceTable out;
+  const Json& entries = entries_of(checkpoint, path);
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const Json& e = entries[i];
+    const std::string where = "entry " + std::to_string(i);
+    if (!e.is_object()) bad(path, where + " is not an object");
+    auto uid = e.find("PodUID");
+    if (uid == e.end() || !uid->is_string()) bad(path, where + " has no string PodUID");
+    if (uid->get<std::string>() != pod_uid) continue;
+    auto resource = e.find("ResourceName");
+    if (resource == e.end() || !resource->is_string() || resource->get<std::string>().empty())
+      bad(path, where + " has no ResourceName");
+    auto ids = e.find("DeviceIDs");
+    if (ids == e.end()) continue;
+    collect_ids(*ids, path, where, out[resource->get<std::string>()]);
   }
-  for (auto& [resource, ids] : out) {
-    std::sort(ids.begin(), ids.end());
-    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  }
+  sort_device_table(out);
   return out;
-}
-
-std::string DeviceAllocator::next(const std::string& resource) {
-  if (!loaded_) {
-    loaded_ = true;
-    if (loader_) devices_ = loader_();
-  }
-  auto it = devices_.find(resource);
-  if (it == devices_.end()) return "";
-  size_t& used = used_[resource];
-  if (used >= it->second.size()) return "";
-  return it->second[used++];
-}
-
-void inject_device_id(Json& delegate, const std::string& device_id) {
-  auto put = [&](Json& conf) {
-    conf["deviceID"] = device_id;
-    conf["pciBusID"] = device_id;
-  };
-  if (delegate.contains("plugins") && delegate["plugins"].is_array() && !delegate.contains("type")) {
-    for (auto& p : delegate["plugins"])
-      if (p.is_object()) put(p);
-  } else {
-    put(delegate);
-  }
 }
 
 }  // namespace manifold::k8s

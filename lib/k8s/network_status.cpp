@@ -9,74 +9,12 @@
 #include <map>
 
 #include "cni/error.h"
+#include "k8s/device_info.h"
 #include "k8s/go_json.h"
 #include "util/ip.h"
 
 namespace manifold::k8s {
 namespace {
-
-// ---- device-info decoding ---------------------------------------------------------------------
-
-bool key_matches(std::string_view key, std::string_view field) {
-  return key.size() == field.size() && std::equal(key.begin(), key.end(), field.begin(), [](char a, char b) {
-           return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-         });
-}
-
-/// Decodes an object of string fields in `fields` order, as Go decodes into a struct of
-/// `omitempty` strings. Returns false on a wrong type.
-bool decode_string_struct(const Json& in, const std::vector<std::string_view>& fields, Json& out) {
-  if (!in.is_object()) return false;
-  std::vector<std::string> values(fields.size());
-  for (const auto& [key, value] : in.items()) {
-    for (std::size_t f = 0; f < fields.size(); ++f) {
-      if (!key_matches(key, fields[f])) continue;
-      if (value.is_null()) break;
-      if (!value.is_string()) return false;
-      values[f] = value.get<std::string>();
-      break;
-    }
-  }
-  out = Json::object();
-  for (std::size_t f = 0; f < fields.size(); ++f) {
-    if (!values[f].empty()) out[std::string(fields[f])] = values[f];
-  }
-  return true;
-}
-
-/// Multus reads the device-info file into the NAD client's DeviceInfo struct; this reproduces the
-/// result: known fields only, struct order, empty strings omitted. Null when it does not decode.
-Json normalize_device_info(const Json& in) {
-  if (in.is_null() || !in.is_object()) return nullptr;
-  static const std::vector<std::string_view> kTop = {"type", "version"};
-  static const std::vector<std::pair<std::string_view, std::vector<std::string_view>>> kNested = {
-      {"pci", {"pci-address", "vhost-net", "rdma-device", "pf-pci-address", "representor-device"}},
-      {"vdpa", {"parent-device", "driver", "path", "pci-address", "pf-pci-address", "representor-device"}},
-      {"vhost-user", {"mode", "path"}},
-      {"memif", {"role", "path", "mode"}},
-  };
-  Json top_in = Json::object();
-  std::vector<Json> nested(kNested.size());
-  for (const auto& [key, value] : in.items()) {
-    for (std::string_view f : kTop) {
-      if (key_matches(key, f)) top_in[std::string(f)] = value;
-    }
-    for (std::size_t n = 0; n < kNested.size(); ++n) {
-      if (!key_matches(key, kNested[n].first)) continue;
-      if (value.is_null()) {
-        nested[n] = nullptr;
-      } else if (!decode_string_struct(value, kNested[n].second, nested[n])) {
-        return nullptr;
-      }
-    }
-  }
-  Json out;
-  if (!decode_string_struct(top_in, kTop, out)) return nullptr;
-  for (std::size_t n = 0; n < kNested.size(); ++n) {
-    if (!nested[n].is_null()) out[std::string(kNested[n].first)] = nested[n];
-  }
-  return out;
-}
 
 // ---- entries ----------------------------------------------------------------------------------
 

@@ -19,4 +19,12 @@ class IoError : public std::runtime_error {
   std::string msg() const { return what(); }
 };
 
+/// A file could not be read because it is larger than the reader's bound: its content is what is
+/// wrong, not the file system.
+class FileTooLarge : public IoError {
+ public:
+  /// `message` names the path and the bound.
+  explicit FileTooLarge(const std::string& message) : IoError(message) {}
+};
+
 }  // namespace manifold::util

@@ -22,7 +22,8 @@ FileRead failed(ReadFailure why, int error = 0) {
   return r;
 }
 
-[[noreturn]] void throw_read_error(const std::string& path, const std::string& why) {
+[[noreturn]] void throw_read_error(const std::string& path, const std::string& why, bool too_large = false) {
+  if (too_large) throw FileTooLarge("cannot read " + path + ": " + why);
   throw IoError("cannot read " + path + ": " + why);
 }
 
@@ -74,7 +75,7 @@ FileRead try_read_file(const std::string& path, std::size_t max_bytes, bool foll
 
 std::string read_file_bounded(const std::string& path, std::size_t max_bytes) {
   FileRead r = try_read_file(path, max_bytes);
-  if (!r.ok()) throw_read_error(path, r.reason(max_bytes));
+  if (!r.ok()) throw_read_error(path, r.reason(max_bytes), r.failure == ReadFailure::TooLarge);
   return std::move(r.data);
 }
 
@@ -86,7 +87,7 @@ std::string FakeFileReader::read(const std::string& path, std::size_t max_bytes)
   reads_.push_back(path);
   auto it = files_.find(path);
   if (it == files_.end()) throw_read_error(path, std::strerror(ENOENT));
-  if (it->second.size() > max_bytes) throw_read_error(path, failed(ReadFailure::TooLarge).reason(max_bytes));
+  if (it->second.size() > max_bytes) throw_read_error(path, failed(ReadFailure::TooLarge).reason(max_bytes), true);
   return it->second;
 }
 

@@ -70,6 +70,8 @@ class FakeFileReader final : public FileReader {
   void add(const std::string& path, std::string contents) { files_[path] = std::move(contents); }
   /// Removes a file, so reading it fails as a missing file would.
   void remove(const std::string& path) { files_.erase(path); }
+  /// True when the file exists.
+  bool contains(const std::string& path) const { return files_.count(path) > 0; }
   /// Every path passed to read(), in order, including failed reads.
   const std::vector<std::string>& reads() const { return reads_; }
   /// The added file's contents; a missing file fails like ENOENT.

@@ -12,8 +12,10 @@
 #include "exec/plugin_invoker.h"
 #include "exec/process.h"
 #include "engine/detach.h"
+#include "engine/session.h"
 #include "store/cache.h"
 #include "util/clock.h"
+#include "util/file_writer.h"
 
 extern char** environ;
 
@@ -42,10 +44,13 @@ Outcome collect(store::Cache& cache, const store::ContainerRecord& record, const
   exec::RealProcessRunner processes;
   std::vector<std::string> dirs{options.bin_dir};
   for (auto& d : exec::split_cni_path(record.cni_path)) dirs.push_back(std::move(d));
-  exec::PluginInvoker invoker(processes, dirs, std::chrono::seconds(options.delegate_timeout_s), env);
-  exec::DelegateRunner runner(invoker);
+  engine::Session session;  // only what a DEL of cached attachments uses
+  session.invoker =
+      std::make_unique<exec::PluginInvoker>(processes, dirs, std::chrono::seconds(options.delegate_timeout_s), env);
+  session.runner = std::make_unique<exec::DelegateRunner>(*session.invoker);
+  session.file_writer = std::make_shared<util::RealFileWriter>();
   std::optional<cni::CniError> error;
-  auto failed = engine::delete_attachments(runner, engine::invocation_for(record), record, "", error);
+  auto failed = engine::delete_attachments(session, engine::invocation_for(record), record, "", error);
   if (failed.empty()) {
     cache.remove(record.key());
     std::cout << "removed " << record.key().str() << ": network namespace " << record.netns

@@ -6,6 +6,7 @@
 
 #include "firewall/runner.h"
 #include "k8s/beast_transport.h"
+#include "k8s/pod_resources.h"
 #include "netlink/real_net_ops.h"
 #include "store/cache.h"
 #include "util/clock.h"
@@ -32,6 +33,8 @@ engine::Services real_services(exec::ProcessRunner& runner) {
   };
   s.file_exists = [](const std::string& path) { return ::access(path.c_str(), F_OK) == 0; };
   s.files = std::make_shared<util::RealFileReader>();
+  s.file_writer = std::make_shared<util::RealFileWriter>();
+  s.list_pod_resources = k8s::list_pod_resources;
   s.find_auth = [files = s.files](const std::string& kubeconfig) {
     util::ProcessEnv env;
     return k8s::find_cluster_auth(kubeconfig, env, *files);

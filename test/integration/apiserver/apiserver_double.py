@@ -53,7 +53,8 @@ class ApiServerDouble(AdminClient):
                  idle_timeout: float = 120.0, verbose: bool = False,
                  keep_dir: bool = False, bookmark_interval: Optional[float] = None,
                  watch_timeout: Optional[float] = None,
-                 watch_history: Optional[int] = None) -> None:
+                 watch_history: Optional[int] = None,
+                 disabled_groups: Optional[list[str]] = None) -> None:
         self._own_dir = directory is None
         self.dir = directory or tempfile.mkdtemp(prefix="apiserver-double-")
         self._keep_dir = keep_dir
@@ -69,6 +70,8 @@ class ApiServerDouble(AdminClient):
             self._args.append("--no-ipv6")
         if verbose:
             self._args.append("--verbose")
+        for group in disabled_groups or []:
+            self._args += ["--disable-group", group]
         for flag, value in (("--bookmark-interval", bookmark_interval),
                             ("--watch-timeout", watch_timeout),
                             ("--watch-history", watch_history)):

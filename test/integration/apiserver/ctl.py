@@ -3,6 +3,8 @@
 
     python3 ctl.py DIR add-pod NS NAME [--uid UID] [--annotation KEY=VALUE]...
     python3 ctl.py DIR add-nad NS NAME CONFIG_FILE      (CONFIG_FILE: the NAD's spec.config JSON)
+    python3 ctl.py DIR add-object RESOURCE NAME FILE [--namespace NS]
+                                        (RESOURCE: resourceclaims or resourceslices; FILE: JSON)
     python3 ctl.py DIR requests [--user USER]           (one "METHOD PATH STATUS" line each)
     python3 ctl.py DIR watches                          (one "ID USER PATH?QUERY" line per stream)
     python3 ctl.py DIR compact                          (drop the watch history; prints the RV)
@@ -11,13 +13,16 @@
     python3 ctl.py DIR clear-faults
 
 DIR is the `--dir` of a running `server.py`; its ready.json says where the admin API listens
-(127.0.0.1, so run this in the network namespace the double runs in). add-pod and add-nad print
-one line naming the object they stored, not the whole object; fault prints the new fault's id.
+(127.0.0.1, so run this in the network namespace the double runs in). add-pod, add-nad and
+add-object print one line naming the object they stored, not the whole object (add-object's FILE
+is the object as kubectl would create it, spec and status included, stored as given); fault
+prints the new fault's id.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
@@ -40,6 +45,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     nad.add_argument("namespace")
     nad.add_argument("name")
     nad.add_argument("config_file")
+    obj = sub.add_parser("add-object", help="create or replace a ResourceClaim/ResourceSlice")
+    obj.add_argument("resource", help="resourceclaims or resourceslices")
+    obj.add_argument("name")
+    obj.add_argument("object_file", help="the object as JSON (spec, status, labels…)")
+    obj.add_argument("--namespace", help="the namespace of a namespaced kind")
     log = sub.add_parser("requests", help="print the request log")
     log.add_argument("--user", help="only requests authenticated as this user")
     sub.add_parser("watches", help="print the open watch streams")
@@ -81,6 +91,13 @@ def main(argv: list[str]) -> int:
         with open(args.config_file, encoding="utf-8") as f:
             api.add_nad(args.namespace, args.name, f.read())
         print(f"network-attachment-definition {args.namespace}/{args.name}")
+    elif args.command == "add-object":
+        with open(args.object_file, encoding="utf-8") as f:
+            stored = api.add_object(args.resource, args.name, json.load(f),
+                                    namespace=args.namespace)
+        where = f"{args.namespace}/{args.name}" if args.namespace else args.name
+        print(f"{args.resource} {where} (resourceVersion "
+              f"{stored['metadata']['resourceVersion']})")
     elif args.command == "requests":
         for entry in api.requests():
             if args.user is None or entry["user"] == args.user:

@@ -3,6 +3,7 @@
 
     python3 server.py --dir <tmpdir> --port 0 [--admin-port 0] [--token T]... [--rbac manifold]
                       [--bookmark-interval S] [--watch-timeout S] [--watch-history N]
+                      [--disable-group G]...
 
 It generates its PKI into --dir, starts serving, writes two kubeconfigs for shell users
 (<dir>/kubeconfig: manifold's identity with the first token; <dir>/admin.kubeconfig: the admin
@@ -21,7 +22,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from kdouble.access import MANIFOLD_RBAC  # noqa: E402 (after the path set-up)
+from kdouble.access import manifold_rbac  # noqa: E402 (after the path set-up)
 from kdouble.certs import DEFAULT_CLIENT_CN  # noqa: E402
 from kdouble.core import ApiServer  # noqa: E402
 from kdouble.kubeconfig import render_kubeconfig  # noqa: E402
@@ -41,6 +42,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--key-type", choices=("ec", "rsa"), default="ec")
     parser.add_argument("--rbac", choices=("none", "manifold"), default="none",
                         help="enforce manifold's ClusterRole as an RBAC allow-list")
+    parser.add_argument("--disable-group", action="append", default=[], metavar="GROUP",
+                        help="serve this API group as absent (404), e.g. resource.k8s.io")
     parser.add_argument("--idle-timeout", type=float, default=120.0,
                         help="seconds before an idle keep-alive connection is closed")
     parser.add_argument("--bookmark-interval", type=float, default=DEFAULT_BOOKMARK_INTERVAL,
@@ -89,7 +92,8 @@ def main(argv: list[str]) -> int:
                      watch_settings=WatchSettings(args.bookmark_interval, args.watch_timeout))
     core.store.set_history_limit(args.watch_history)
     if args.rbac == "manifold":
-        core.access.set_rbac(MANIFOLD_RBAC)
+        core.access.set_rbac(manifold_rbac())
+    core.routes.set_disabled_groups(args.disable_group)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: core.request_stop())
     core.start()

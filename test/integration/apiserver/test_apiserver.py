@@ -40,6 +40,9 @@ PODS = "/api/v1/pods"
 NADS = "/apis/k8s.cni.cncf.io/v1/namespaces/default/network-attachment-definitions"
 USER = "system:serviceaccount:kube-system:manifold"
 RBAC_YAML = os.path.join(HERE, "..", "..", "..", "conf", "rbac.yaml")
+DRA_GV = "resource.k8s.io/v1"
+DRA_CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
+DRA_SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 GUARD = 30.0  # seconds: only ever ends a broken test, never decides an outcome
 
 
@@ -210,7 +213,7 @@ class DoubleTestCase(unittest.TestCase):
         api.clear_faults()
         api.clear_deny()
         api.set_rbac(None)
-        api.set_options(strict_resource_version=True)
+        api.set_options(strict_resource_version=True, disabled_groups=[])
         api.clear_events()
         api.add_pod("default", "web", uid="uid-web", annotations={"existing": "yes"})
         api.clear_requests()
@@ -745,7 +748,8 @@ class DiscoveryTest(DoubleTestCase):
         self.assertEqual((api.json["kind"], api.json["versions"]), ("APIVersions", ["v1"]))
         apis = self.call("GET", "/apis", headers={"Accept": self.AGGREGATED}).json
         self.assertEqual(apis["kind"], "APIGroupList")
-        self.assertEqual([g["name"] for g in apis["groups"]], ["events.k8s.io", "k8s.cni.cncf.io"])
+        self.assertEqual([g["name"] for g in apis["groups"]],
+                         ["events.k8s.io", "k8s.cni.cncf.io", "resource.k8s.io"])
         group = self.call("GET", "/apis/k8s.cni.cncf.io").json
         self.assertEqual((group["kind"], group["preferredVersion"]),
                          ("APIGroup", {"groupVersion": "k8s.cni.cncf.io/v1", "version": "v1"}))
@@ -1364,7 +1368,7 @@ class WatchRbacTest(WatchCase):
         self.assertEqual(self.api.get_pod(self.ns, "p")["metadata"]["name"], "p")
 
     def test_the_double_enforces_the_shipped_cluster_role(self) -> None:
-        from kdouble.access import MANIFOLD_RBAC
+        from kdouble.access import manifold_rbac
         text = read_text(RBAC_YAML)
         role = text.split("kind: ClusterRole\n", 1)[1].split("\n---", 1)[0]
         rules, rule = [], {}
@@ -1378,10 +1382,312 @@ class WatchRbacTest(WatchCase):
         def triples(role_rules: list[dict]) -> set:
             return {(g, r, v) for x in role_rules for g in x["apiGroups"]
                     for r in x["resources"] for v in x["verbs"]}
-        self.assertEqual(triples(rules), triples(MANIFOLD_RBAC))
+        self.assertEqual(triples(rules), triples(manifold_rbac()))
         self.assertIn(("", "pods", "watch"), triples(rules))
         self.assertNotIn(("", "pods/status", "watch"), triples(rules))
         self.assertFalse({v for _, _, v in triples(rules)} & {"patch", "delete", "*"})
+
+
+class DraTest(DoubleTestCase):
+    """resource.k8s.io/v1 ResourceClaims (+status) and ResourceSlices, as manifold's DRA client
+    reads them: GET of a claim, LIST of slices by node and driver."""
+
+    ALLOCATED = [{"request": "nic", "driver": "sriov.example.com", "pool": "node1",
+                  "device": "vf-0"},
+                 {"request": "nic", "driver": "sriov.example.com", "pool": "node1",
+                  "device": "vf-1"}]
+
+    def setUp(self) -> None:
+        super().setUp()
+        api = self.api
+        for name in ("made", "extra"):
+            api.delete_resource_claim("default", name)
+            api.delete_resource_slice(name)
+        api.add_resource_claim("default", "nic", results=self.ALLOCATED)
+        api.add_resource_claim("default", "pending", requests=["gpu"], labels={"app": "x"})
+        sriov = {"vf-0": {"k8s.cni.cncf.io/deviceID": "0000:af:06.0",
+                          "k8s.cni.cncf.io/resourceName": "intel.com/sriov"}}
+        api.add_resource_slice("node1-sriov", driver="sriov.example.com", node_name="node1",
+                               devices=sriov)
+        api.add_resource_slice("node1-gpu", driver="gpu.example.com", node_name="node1")
+        api.add_resource_slice("node2-sriov", driver="sriov.example.com", node_name="node2")
+        api.add_resource_slice("shared", driver="sriov.example.com", all_nodes=True,
+                               pool="fabric")
+        api.clear_requests()
+
+    def slice_names(self, selector: str) -> list[str]:
+        """LISTs slices as manifold does (percent-encoded fieldSelector); the items' names."""
+        reply = self.call("GET", f"{DRA_SLICES}?{urlencode({'fieldSelector': selector})}")
+        self.assertEqual(reply.status, 200, reply.raw)
+        return [item["metadata"]["name"] for item in reply.json["items"]]
+
+    def test_get_claim_and_the_404_of_a_missing_one(self) -> None:
+        reply = self.call("GET", DRA_CLAIMS + "/nic")
+        self.assertEqual(reply.status, 200)
+        claim = reply.json
+        self.assertEqual((claim["kind"], claim["apiVersion"]), ("ResourceClaim", DRA_GV))
+        self.assertEqual(claim["status"]["allocation"]["devices"]["results"], self.ALLOCATED)
+        self.assertEqual([r["name"] for r in claim["spec"]["devices"]["requests"]], ["nic"])
+        self.assertEqual(claim, self.api.get_resource_claim("default", "nic"))
+        self.assertEqual(self.call("GET", DRA_CLAIMS + "/pending").json["status"], {})
+        missing = self.call("GET", DRA_CLAIMS + "/gone")
+        self.assertEqual(missing.status, 404)
+        self.assertEqual(missing.json, {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": 'resourceclaims.resource.k8s.io "gone" not found', "reason": "NotFound",
+            "details": {"name": "gone", "group": "resource.k8s.io", "kind": "resourceclaims"},
+            "code": 404})
+        self.assertTrue(self.api.delete_resource_claim("default", "nic"))
+        self.assertEqual(self.call("GET", DRA_CLAIMS + "/nic").status, 404)
+        self.assertIsNone(self.api.get_resource_claim("default", "nic"))
+        self.assertEqual([(e["verb"], e["status"]) for e in self.api.requests()],
+                         [("get", 200), ("get", 200), ("get", 404), ("get", 404)])
+
+    def test_list_slices_by_node_and_driver(self) -> None:
+        reply = self.call("GET", DRA_SLICES + "?fieldSelector=spec.nodeName%3Dnode1%2C"
+                                              "spec.driver%3Dsriov.example.com")
+        listed = reply.json
+        self.assertEqual((listed["kind"], listed["apiVersion"]), ("ResourceSliceList", DRA_GV))
+        [item] = listed["items"]
+        self.assertNotIn("kind", item)
+        self.assertEqual(item["spec"]["devices"][0]["attributes"], {
+            "k8s.cni.cncf.io/deviceID": {"string": "0000:af:06.0"},
+            "k8s.cni.cncf.io/resourceName": {"string": "intel.com/sriov"}})
+        self.assertEqual(item["spec"]["pool"],
+                         {"name": "node1", "generation": 1, "resourceSliceCount": 1})
+        self.assertEqual(rv(listed), int(self.api.get_resource_slice("shared")["metadata"]
+                                         ["resourceVersion"]))
+        cases = {"spec.driver=sriov.example.com": ["node1-sriov", "node2-sriov", "shared"],
+                 "spec.nodeName==node1": ["node1-gpu", "node1-sriov"],
+                 "spec.nodeName=,spec.driver=sriov.example.com": ["shared"],
+                 "spec.nodeName!=node1,spec.driver=sriov.example.com": ["node2-sriov", "shared"],
+                 "metadata.name=node1-gpu": ["node1-gpu"],
+                 "spec.driver=none.example.com": [], "": ["node1-gpu", "node1-sriov",
+                                                         "node2-sriov", "shared"]}
+        for selector, names in cases.items():
+            self.assertEqual(self.slice_names(selector), names, selector)
+        self.assertEqual(self.call("GET", DRA_SLICES + "/shared").json["spec"]["allNodes"], True)
+        claims = self.call("GET", "/apis/resource.k8s.io/v1/resourceclaims?" + urlencode({
+            "fieldSelector": "metadata.namespace=default", "labelSelector": "app=x"})).json
+        self.assertEqual([i["metadata"]["name"] for i in claims["items"]], ["pending"])
+
+    def test_unsupported_field_selectors_are_400(self) -> None:
+        refusals = {
+            (DRA_SLICES, "spec.pool.name=node1"): "field label not supported for "
+                                                   "resource.k8s.io/v1, Kind=ResourceSlice: "
+                                                   "spec.pool.name",
+            (DRA_SLICES, "metadata.namespace=default"): "field label not supported for "
+                                                        "resource.k8s.io/v1, "
+                                                        "Kind=ResourceSlice: metadata.namespace",
+            (DRA_CLAIMS, "spec.devices=x"): '"spec.devices" is not a known field selector: '
+                                            'only "metadata.name", "metadata.namespace"',
+            (DRA_SLICES, "spec.nodeName"): "invalid selector: 'spec.nodeName'; can't "
+                                           "understand 'spec.nodeName'"}
+        for (path, selector), message in refusals.items():
+            reply = self.call("GET", f"{path}?{urlencode({'fieldSelector': selector})}")
+            self.assertEqual(reply.json, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                          "status": "Failure", "message": message,
+                                          "reason": "BadRequest", "code": 400}, selector)
+        wrong_scope = self.call("GET", "/apis/resource.k8s.io/v1/namespaces/default/"
+                                       "resourceslices")
+        self.assertEqual((wrong_scope.status, wrong_scope.json["message"]),
+                         (404, "the server could not find the requested resource"))
+
+    def test_status_subresource(self) -> None:
+        status = self.call("GET", DRA_CLAIMS + "/pending/status")
+        self.assertEqual(status.json, self.api.get_resource_claim("default", "pending"))
+        claim = status.json
+        before = rv(claim)
+        allocated = {"allocation": {"devices": {"results": [
+            {"request": "gpu", "driver": "gpu.example.com", "pool": "node1", "device": "gpu-0"}]}},
+            "reservedFor": [{"resource": "pods", "name": "web", "uid": "uid-web"}]}
+        changed = dict(claim, status=allocated, spec={"devices": {"requests": []}},
+                       metadata=dict(claim["metadata"], labels={"app": "changed"}))
+        reply = self.call("PUT", DRA_CLAIMS + "/pending/status", body=changed)
+        self.assertEqual(reply.status, 200, reply.raw)
+        stored = self.api.get_resource_claim("default", "pending")
+        self.assertEqual(reply.json, stored)
+        self.assertEqual(stored["status"], allocated)
+        self.assertEqual((stored["spec"], stored["metadata"]["labels"]),
+                         (claim["spec"], {"app": "x"}))  # only the status changes
+        self.assertGreater(rv(stored), before)
+        stale = self.call("PUT", DRA_CLAIMS + "/pending/status", body=changed)
+        self.assertEqual((stale.status, stale.json["message"]), (409, (
+            'Operation cannot be fulfilled on resourceclaims.resource.k8s.io "pending": the '
+            'object has been modified; please apply your changes to the latest version and '
+            'try again')))
+        relabel = dict(stored, status={}, metadata=dict(stored["metadata"], labels={"b": "c"}))
+        kept = self.call("PUT", DRA_CLAIMS + "/pending", body=relabel).json
+        self.assertEqual((kept["status"], kept["metadata"]["labels"]), (allocated, {"b": "c"}))
+        respec = dict(kept, spec={"devices": {"requests": []}})
+        immutable = self.call("PUT", DRA_CLAIMS + "/pending", body=respec)
+        self.assertEqual((immutable.status, immutable.json["reason"],
+                          immutable.json["details"]["causes"][0]["field"]),
+                         (422, "Invalid", "spec"))
+        patch = self.call("PATCH", DRA_CLAIMS + "/pending/status",
+                          body={"status": {"reservedFor": None}},
+                          headers={"Content-Type": "application/merge-patch+json"})
+        self.assertNotIn("reservedFor", patch.json["status"])
+
+    def test_create_update_and_delete_through_the_api(self) -> None:
+        body = {"apiVersion": DRA_GV, "kind": "ResourceClaim",
+                "metadata": {"name": "made", "namespace": "default"},
+                "spec": {"devices": {"requests": [{"name": "r", "exactly": {
+                    "deviceClassName": "nic.example.com"}}]}},
+                "status": {"allocation": {"devices": {"results": []}}}}
+        created = self.call("POST", DRA_CLAIMS, body=body)
+        self.assertEqual(created.status, 201)
+        self.assertEqual(created.json["status"], {})  # status is reset on create
+        self.assertTrue(created.json["metadata"]["uid"])
+        again = self.call("POST", DRA_CLAIMS, body=body)
+        self.assertEqual((again.status, again.json["reason"], again.json["message"]),
+                         (409, "AlreadyExists",
+                          'resourceclaims.resource.k8s.io "made" already exists'))
+        nameless = self.call("POST", DRA_CLAIMS, body=dict(body, metadata={}))
+        self.assertEqual((nameless.status, nameless.json["message"]), (422, (
+            'ResourceClaim.resource.k8s.io "" is invalid: metadata.name: Required value: name '
+            'or generateName is required')))
+        self.assertEqual(self.call("POST", "/apis/resource.k8s.io/v1/resourceclaims",
+                                   body=body).status, 405)
+        piece = {"metadata": {"name": "extra"}, "spec": {
+            "driver": "sriov.example.com", "nodeName": "node3",
+            "pool": {"name": "node3", "generation": 1, "resourceSliceCount": 1}, "devices": []}}
+        made = self.call("POST", DRA_SLICES, body=piece)
+        self.assertEqual((made.status, made.json["metadata"]["generation"]), (201, 1))
+        self.assertEqual(self.slice_names("spec.nodeName=node3"), ["extra"])
+        moved = dict(made.json, spec=dict(piece["spec"], nodeName="node4"))
+        updated = self.call("PUT", DRA_SLICES + "/extra", body=moved).json
+        self.assertEqual(updated["metadata"]["generation"], 2)
+        self.assertEqual(self.slice_names("spec.nodeName=node3"), [])
+        deleted = self.call("DELETE", DRA_SLICES + "/extra")
+        self.assertEqual((deleted.status, deleted.json["metadata"]["name"]), (200, "extra"))
+        self.assertEqual(self.call("DELETE", DRA_SLICES + "/extra").status, 404)
+        self.assertEqual(self.call("GET", DRA_SLICES + "/extra?watch=1").status, 405)
+
+    def test_rbac_403_without_the_grant_and_200_with_it(self) -> None:
+        from kdouble.access import manifold_rbac
+        base = [r for r in manifold_rbac() if "resource.k8s.io" not in r["apiGroups"]]
+        self.api.set_rbac(base)
+        claim = self.call("GET", DRA_CLAIMS + "/nic")
+        self.assertEqual((claim.status, claim.json["message"], claim.json["details"]), (403, (
+            f'resourceclaims.resource.k8s.io "nic" is forbidden: User "{USER}" cannot get '
+            f'resource "resourceclaims" in API group "resource.k8s.io" in the namespace '
+            f'"default"'), {"name": "nic", "group": "resource.k8s.io",
+                            "kind": "resourceclaims"}))
+        slices = self.call("GET", DRA_SLICES + "?fieldSelector=spec.driver%3Dx")
+        self.assertEqual((slices.status, slices.json["message"]), (403, (
+            f'resourceslices.resource.k8s.io is forbidden: User "{USER}" cannot list resource '
+            f'"resourceslices" in API group "resource.k8s.io" at the cluster scope')))
+        self.api.set_rbac(base + [
+            {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"],
+             "verbs": ["get"]},
+            {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"],
+             "verbs": ["list"]}])
+        self.assertEqual(self.call("GET", DRA_CLAIMS + "/nic").status, 200)
+        self.assertEqual(self.slice_names("spec.nodeName=node2"), ["node2-sriov"])
+        for method, path in (("GET", DRA_CLAIMS + "/nic/status"), ("GET", DRA_CLAIMS),
+                             ("GET", DRA_SLICES + "/shared"), ("DELETE", DRA_CLAIMS + "/nic")):
+            self.assertEqual(self.call(method, path).status, 403, f"{method} {path}")
+        self.api.set_rbac([{"apiGroups": ["resource.k8s.io"], "resources": ["*/status"],
+                            "verbs": ["get"]},
+                           {"apiGroups": ["*"], "resources": ["resourceclaims"],
+                            "verbs": ["get"], "resourceNames": ["pending"]}])
+        self.assertEqual(self.call("GET", DRA_CLAIMS + "/nic/status").status, 200)
+        self.assertEqual(self.call("GET", DRA_CLAIMS + "/pending").status, 200)
+        self.assertEqual(self.call("GET", DRA_CLAIMS + "/nic").status, 403)
+
+    def test_the_shipped_role_decides_dra_access(self) -> None:
+        from kdouble.access import manifold_rbac
+        grants = {(g, r, v) for x in manifold_rbac() for g in x["apiGroups"]
+                  for r in x["resources"] for v in x["verbs"]}
+        self.api.set_rbac("manifold")
+        for path, triple in ((DRA_CLAIMS + "/nic", ("resource.k8s.io", "resourceclaims", "get")),
+                             (DRA_SLICES, ("resource.k8s.io", "resourceslices", "list"))):
+            self.assertEqual(self.call("GET", path).status, 200 if triple in grants else 403,
+                             path)
+
+    def test_cluster_role_reader(self) -> None:
+        from kdouble.cluster_role import RoleFormatError, parse_cluster_role
+        text = ('kind: ServiceAccount\n---\napiVersion: rbac.authorization.k8s.io/v1\n'
+                'kind: ClusterRole  # manifold\nmetadata:\n  name: manifold\nrules:\n'
+                '  - apiGroups: [""]\n    resources: ["pods", \'pods/status\']\n'
+                '    verbs: [get, "update"]\n'
+                '  - apiGroups:\n      - resource.k8s.io\n    resources:\n'
+                '    - resourceclaims  # DRA\n    - "resourceclaims/status"\n'
+                '    verbs: ["get", "list"]\n---\nkind: ClusterRoleBinding\nrules: []\n')
+        self.assertEqual(parse_cluster_role(text), [
+            {"apiGroups": [""], "resources": ["pods", "pods/status"], "verbs": ["get", "update"]},
+            {"apiGroups": ["resource.k8s.io"],
+             "resources": ["resourceclaims", "resourceclaims/status"],
+             "verbs": ["get", "list"]}])
+        for bad in ("kind: Role\nrules: []\n", "kind: ClusterRole\nrules:\n  - verbs: get\n",
+                    "kind: ClusterRole\nrules:\n  - weird: [x]\n"):
+            with self.assertRaises(RoleFormatError):
+                parse_cluster_role(bad)
+
+    def test_group_absent_switch(self) -> None:
+        options = self.api.set_options(disabled_groups=["resource.k8s.io"])
+        self.assertEqual(options["disabled_groups"], ["resource.k8s.io"])
+        for path in (DRA_CLAIMS + "/nic", DRA_CLAIMS + "/nic/status", DRA_SLICES,
+                     "/apis/resource.k8s.io", "/apis/resource.k8s.io/v1"):
+            reply = self.call("GET", path)
+            self.assertEqual((reply.status, reply.json["message"], reply.json["details"]),
+                             (404, "the server could not find the requested resource", {}), path)
+        groups = [g["name"] for g in self.call("GET", "/apis").json["groups"]]
+        self.assertEqual(groups, ["events.k8s.io", "k8s.cni.cncf.io"])
+        self.assertEqual(self.call("GET", POD).status, 200)
+        self.assertEqual(self.api.get_resource_claim("default", "nic")["metadata"]["name"], "nic")
+        with self.assertRaises(AdminError):
+            self.api.set_options(disabled_groups=[""])
+        self.api.set_options(disabled_groups=[])
+        self.assertEqual(self.call("GET", DRA_CLAIMS + "/nic").status, 200)
+        with ApiServerDouble(disabled_groups=["resource.k8s.io"]) as old:
+            self.assertEqual(old.options()["disabled_groups"], ["resource.k8s.io"])
+
+    def test_faults_on_dra_paths(self) -> None:
+        self.api.add_fault(path="/resourceclaims/nic$", status=500, count=2)
+        replies = [self.call("GET", DRA_CLAIMS + "/nic") for _ in range(3)]
+        self.assertEqual([r.status for r in replies], [500, 500, 200])
+        self.assertEqual(replies[0].json["reason"], "InternalError")
+        self.api.add_fault(path="^/apis/resource.k8s.io/v1/resourceslices$", status=429,
+                           retry_after=2, query="spec.nodeName=node1")
+        self.assertEqual(self.slice_names("spec.nodeName=node2"), ["node2-sriov"])
+        throttled = self.call("GET", DRA_SLICES + "?fieldSelector=spec.nodeName%3Dnode1")
+        self.assertEqual((throttled.status, throttled.headers["retry-after"]), (429, "2"))
+        self.api.add_fault(path="/resourceclaims/nic$", status=404)
+        gone = self.call("GET", DRA_CLAIMS + "/nic").json
+        self.assertEqual(gone["message"], 'resourceclaims.resource.k8s.io "nic" not found')
+        self.api.add_fault(path="/resourceslices$", action="truncate", truncate_at=30)
+        self.assertEqual(len(self.call("GET", DRA_SLICES).raw), 30)
+        self.api.add_fault(path="/resourceclaims/", action="drop")
+        with self.assertRaises((http.client.RemoteDisconnected, ConnectionError, ssl.SSLError)):
+            self.call("GET", DRA_CLAIMS + "/nic")
+        claim = self.api.get_resource_claim("default", "nic")
+        self.api.add_fault(path="/resourceclaims/nic/status$", action="conflict", method="PUT")
+        conflict = self.call("PUT", DRA_CLAIMS + "/nic/status", body=claim)
+        self.assertEqual((conflict.status, conflict.json["reason"]), (409, "Conflict"))
+        self.assertGreater(rv(self.api.get_resource_claim("default", "nic")), rv(claim))
+        outcomes = [(e["outcome"], e["status"]) for e in self.api.requests()]
+        self.assertEqual(outcomes[-3:], [("truncated", 200), ("dropped", None), ("ok", 409)])
+
+    def test_discovery_and_tables(self) -> None:
+        doc = self.call("GET", "/apis/resource.k8s.io/v1").json
+        self.assertEqual([(r["name"], r["kind"], r["namespaced"], r["verbs"])
+                          for r in doc["resources"]], [
+            ("resourceclaims", "ResourceClaim", True,
+             ["create", "delete", "get", "list", "patch", "update"]),
+            ("resourceclaims/status", "ResourceClaim", True, ["get", "patch", "update"]),
+            ("resourceslices", "ResourceSlice", False,
+             ["create", "delete", "get", "list", "patch", "update"])])
+        table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+        slices = self.call("GET", DRA_SLICES, headers={"Accept": table}).json
+        self.assertEqual([c["name"] for c in slices["columnDefinitions"]],
+                         ["Name", "Node", "Driver", "Pool", "Age"])
+        self.assertEqual([r["cells"][:4] for r in slices["rows"]][-1],
+                         ["shared", "", "sriov.example.com", "fabric"])
+        claims = self.call("GET", DRA_CLAIMS, headers={"Accept": table}).json
+        self.assertEqual([r["cells"][:2] for r in claims["rows"]],
+                         [["nic", "allocated"], ["pending", "pending"]])
 
 
 class KubectlTest(DoubleTestCase):
@@ -1469,6 +1775,32 @@ class KubectlTest(DoubleTestCase):
         self.assertEqual(lines[0].split()[:2], ["EVENT", "NAME"])
         self.assertEqual(lines[1].split()[:4], ["ADDED", "web", "0/1", "Pending"])
 
+    def test_get_create_and_delete_dra_objects(self) -> None:
+        self.api.delete_resource_claim("default", "made")
+        self.api.add_resource_slice("node1-sriov", driver="sriov.example.com", node_name="node1")
+        self.api.add_resource_claim("default", "nic", results=[
+            {"request": "nic", "driver": "sriov.example.com", "pool": "node1", "device": "vf-0"}])
+        slices = self.kubectl("get", "resourceslices").splitlines()
+        self.assertEqual(slices[0].split(), ["NAME", "NODE", "DRIVER", "POOL", "AGE"])
+        self.assertIn(["node1-sriov", "node1", "sriov.example.com", "node1"],
+                      [line.split()[:4] for line in slices[1:]])
+        path = os.path.join(self.cache_dir, "claim.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                       "metadata": {"name": "made", "namespace": "default"},
+                       "spec": {"devices": {"requests": [
+                           {"name": "r", "exactly": {"deviceClassName": "x.example.com"}}]}}}, f)
+        # No OpenAPI in the double: kubectl's client-side validation must be off.
+        self.assertEqual(self.kubectl("create", "--validate=false", "-f", path),
+                         "resourceclaim.resource.k8s.io/made created\n")
+        claims = self.kubectl("get", "resourceclaims", "-n", "default").splitlines()
+        self.assertEqual(claims[0].split(), ["NAME", "STATE", "AGE"])
+        self.assertEqual([line.split()[:2] for line in claims[1:]],
+                         [["made", "pending"], ["nic", "allocated"]])
+        self.assertEqual(self.kubectl("delete", "resourceclaim", "made", "-n", "default"),
+                         'resourceclaim.resource.k8s.io "made" deleted\n')
+        self.assertIsNone(self.api.get_resource_claim("default", "made"))
+
     def read_until(self, proc: subprocess.Popen, done: Any) -> list[str]:
         """kubectl's output lines once one of them (split into words) satisfies done."""
         deadline = time.monotonic() + GUARD
@@ -1514,6 +1846,26 @@ class CtlTest(DoubleTestCase):
         self.assertEqual(self.ctl("requests", "--user", USER),
                          f"GET {NADS.replace('default', 'demo')}/data 200\n")
         self.assertEqual(self.ctl("requests", "--user", "nobody"), "")
+
+    def test_add_object(self) -> None:
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as obj:
+            json.dump({"spec": {"driver": "sriov.example.com", "nodeName": "node9",
+                                "pool": {"name": "node9", "generation": 1,
+                                         "resourceSliceCount": 1}}}, obj)
+            obj.flush()
+            out = self.ctl("add-object", "resourceslices", "node9-sriov", obj.name)
+            stored = self.api.get_resource_slice("node9-sriov")
+            self.assertEqual(out, f"resourceslices node9-sriov (resourceVersion "
+                                  f"{stored['metadata']['resourceVersion']})\n")
+            self.assertEqual(stored["spec"]["nodeName"], "node9")
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as obj:
+            json.dump({"spec": {"devices": {"requests": [{"name": "r"}]}}, "status": {
+                "allocation": {"devices": {"results": [{"request": "r", "driver": "d",
+                                                        "pool": "p", "device": "x"}]}}}}, obj)
+            obj.flush()
+            self.ctl("add-object", "resourceclaims", "c1", obj.name, "--namespace", "demo")
+        claim = self.api.get_resource_claim("demo", "c1")
+        self.assertEqual(claim["status"]["allocation"]["devices"]["results"][0]["device"], "x")
 
     def test_watch_commands(self) -> None:
         fault_id = int(self.ctl("fault", "watch_end", "--path", "^/api/v1/namespaces/ctl/pods$",

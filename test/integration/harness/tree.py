@@ -91,6 +91,10 @@ class TempTree:
         """The calls recorded by the fake plugins, in order."""
         return read_records(self.record_file)
 
+    def clear_records(self):
+        """Forgets the calls recorded so far."""
+        open(self.record_file, "w").close()
+
     def log_tail(self, limit=8000):
         """The end of manifold's log file, for failure messages."""
         try:

@@ -204,6 +204,12 @@ rules:
   - apiGroups: ["k8s.cni.cncf.io"]
     resources: ["network-attachment-definitions"]
     verbs: ["get", "list"]
+  - apiGroups: ["resource.k8s.io"]
+    resources: ["resourceclaims"]
+    verbs: ["get"]
+  - apiGroups: ["resource.k8s.io"]
+    resources: ["resourceslices"]
+    verbs: ["list"]
 )")
       .at(0);
 }
@@ -379,15 +385,33 @@ TEST_CASE("ClusterRole wildcards satisfy every need; grants beyond them are warn
     CHECK(
         warnings_of(problems) ==
         std::vector<std::string>{"warning: $.rules[0]: grants more than manifold needs: patch on pods, write access to "
-                                 "network-attachment-definitions, access to secrets"});
+                                 "network-attachment-definitions, access to secrets, write access to DRA objects"});
   }
   SECTION("wildcard verbs and subresources, exact groups") {
     role["rules"] = Json::parse(R"([{"apiGroups":[""],"resources":["pods","*/status","events"],"verbs":["*"]},
-        {"apiGroups":["k8s.cni.cncf.io"],"resources":["*"],"verbs":["get","list","watch"]}])");
+        {"apiGroups":["k8s.cni.cncf.io"],"resources":["*"],"verbs":["get","list","watch"]},
+        {"apiGroups":["resource.k8s.io"],"resources":["resourceclaims","resourceslices"],"verbs":["get","list"]}])");
     auto problems = role_problems(role);
     CHECK(errors_of(problems).empty());
     CHECK(warnings_of(problems) ==
           std::vector<std::string>{"warning: $.rules[0]: grants more than manifold needs: patch on pods"});
+  }
+  SECTION("a Multus-era role without the DRA grants: warnings, since only pods with claims need them") {
+    role["rules"].erase(role["rules"].end() - 2, role["rules"].end());
+    auto problems = role_problems(role);
+    CHECK(errors_of(problems).empty());
+    CHECK(
+        warnings_of(problems) ==
+        std::vector<std::string>{
+            "warning: $.rules: resourceclaims get: not granted; needed for network devices of pods with DRA claims",
+            "warning: $.rules: resourceslices list: not granted; needed for network devices of pods with DRA claims"});
+  }
+  SECTION("write access to DRA objects") {
+    role["rules"].push_back(
+        Json::parse(R"({"apiGroups":["resource.k8s.io"],"resources":["resourceclaims"],"verbs":["update"]})"));
+    CHECK(
+        warnings_of(role_problems(role)) ==
+        std::vector<std::string>{"warning: $.rules[6]: grants more than manifold needs: write access to DRA objects"});
   }
   SECTION("patch on pods, NAD writes, secrets") {
     role["rules"].push_back(Json::parse(R"({"apiGroups":[""],"resources":["pods"],"verbs":["patch"]})"));
@@ -399,9 +423,9 @@ TEST_CASE("ClusterRole wildcards satisfy every need; grants beyond them are warn
     CHECK(errors_of(problems).empty());
     CHECK(warnings_of(problems) ==
           std::vector<std::string>{
-              "warning: $.rules[4]: grants more than manifold needs: patch on pods",
-              "warning: $.rules[5]: grants more than manifold needs: write access to network-attachment-definitions",
-              "warning: $.rules[6]: grants more than manifold needs: access to secrets"});
+              "warning: $.rules[6]: grants more than manifold needs: patch on pods",
+              "warning: $.rules[7]: grants more than manifold needs: write access to network-attachment-definitions",
+              "warning: $.rules[8]: grants more than manifold needs: access to secrets"});
   }
   SECTION("aggregated roles are not checked") {
     role.erase("rules");

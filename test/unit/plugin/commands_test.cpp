@@ -18,6 +18,7 @@
 
 #include "k8s/network_status.h"
 #include "plugin/fakes.h"
+#include "plugin/kube_fixtures.h"
 
 using manifold::Json;
 using manifold::cni::DispatchOutput;
@@ -27,13 +28,9 @@ using manifold::test::Env;
 using manifold::test::env_value;
 using manifold::test::World;
 using Strings = std::vector<std::string>;
+using namespace manifold::test::kube;
 
 namespace {
-
-constexpr const char* kCniDir = "/var/lib/cni/manifold-test";
-constexpr const char* kKubeconfig = "/etc/cni/net.d/manifold.d/manifold.kubeconfig";
-constexpr const char* kPodArgs =
-    "K8S_POD_NAMESPACE=team-a;K8S_POD_NAME=web-1;K8S_POD_UID=uid-1;K8S_POD_INFRA_CONTAINER_ID=ctr1";
 
 /// Order-insensitive view of a JSON value, for comparing objects by content.
 nlohmann::json plain(const Json& j) { return nlohmann::json::parse(j.dump()); }
@@ -65,21 +62,6 @@ Json base_config(const World& w) {
   return c;
 }
 
-/// A config with the given delegates and version.
-Json config_with(const World& w, const std::string& version, const Json& delegates) {
-  Json c = {{"cniVersion", version}, {"name", "manifold-net"}, {"type", "manifold"},    {"cniDir", kCniDir},
-            {"logToStderr", false},  {"binDir", w.bin.str()},  {"delegates", delegates}};
-  return c;
-}
-
-/// The error JSON of a failed dispatch.
-Json error_of(const DispatchOutput& out) {
-  REQUIRE(out.exit_code == 1);
-  Json e = Json::parse(out.stdout_text);
-  REQUIRE(e.contains("code"));
-  return e;
-}
-
 /// `conf` with `"prevResult": <result>` spliced in as its last key, byte for byte.
 std::string spliced(const std::string& conf, const std::string& result) {
   return conf.substr(0, conf.rfind('}')) + ",\"prevResult\":" + result + "}";
@@ -99,12 +81,6 @@ Env no_container() {
   e.container_id = "";
   e.ifname = "";
   e.netns = "";
-  return e;
-}
-
-Env with_args(const std::string& args) {
-  Env e;
-  e.args = args;
   return e;
 }
 
@@ -731,78 +707,6 @@ TEST_CASE("STATUS asks a 1.1.0 cluster delegate and passes its error through", "
 // ---------------------------------------------------------------------------------------------
 // Kubernetes
 // ---------------------------------------------------------------------------------------------
-
-namespace {
-
-Json kube_config(const World& w) {
-  Json c = config_with(w, "1.0.0", Json::parse(R"([{"cniVersion": "1.0.0", "name": "cluster", "type": "bridge"}])"));
-  c["kubeconfig"] = kKubeconfig;
-  return c;
-}
-
-/// The pod team-a/web-1 with the given annotations.
-Json pod_json(const Json& annotations, const std::string& uid = "uid-1", const std::string& rv = "42") {
-  Json pod =
-      Json::parse(R"({"apiVersion": "v1", "kind": "Pod", "metadata": {}, "spec": {}, "status": {"phase": "Pending"}})");
-  pod["metadata"] = {{"name", "web-1"}, {"namespace", "team-a"}, {"uid", uid}, {"resourceVersion", rv}};
-  pod["metadata"]["annotations"] = annotations;
-  return pod;
-}
-
-/// The pod with a k8s.v1.cni.cncf.io/networks annotation.
-Json pod_with_networks(const std::string& networks, const std::string& uid = "uid-1", const std::string& rv = "42") {
-  return pod_json(Json{{"k8s.v1.cni.cncf.io/networks", networks}}, uid, rv);
-}
-
-Json nad_json(const std::string& ns, const std::string& name, const std::string& config) {
-  Json nad = Json::parse(R"({"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition"})");
-  nad["metadata"] = {{"name", name}, {"namespace", ns}};
-  nad["spec"] = {{"config", config}};
-  return nad;
-}
-
-Json status_json(int code, const std::string& reason) {
-  return {{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"}, {"reason", reason}, {"code", code}};
-}
-
-void setup_kube(World& w) {
-  manifold::k8s::ClusterAuth auth;
-  auth.server = "https://10.96.0.1:443";
-  auth.token = "s3cr3t-token";
-  w.auth = auth;
-}
-
-void script_events(World& w, int n) {
-  for (int i = 0; i < n; ++i) w.http.push_response(201, R"({"kind": "Event", "apiVersion": "v1"})");
-}
-
-Strings request_lines(const World& w, size_t from = 0) {
-  Strings out;
-  const auto& reqs = w.http.requests();
-  for (size_t i = from; i < reqs.size(); ++i) out.push_back(reqs[i].method + " " + reqs[i].target);
-  return out;
-}
-
-const std::string kPodPath = "/api/v1/namespaces/team-a/pods/web-1";
-const std::string kEventsPath = "/api/v1/namespaces/team-a/events";
-std::string nad_path(const std::string& ns, const std::string& name) {
-  return "/apis/k8s.cni.cncf.io/v1/namespaces/" + ns + "/network-attachment-definitions/" + name;
-}
-
-std::string header(const manifold::k8s::HttpRequest& r, const std::string& name) {
-  for (const auto& [k, v] : r.headers)
-    if (k == name) return v;
-  return "";
-}
-
-/// The network-status annotation carried by a PUT pods/status body.
-Json status_of_put(const manifold::k8s::HttpRequest& put) {
-  Json body = Json::parse(put.body);
-  REQUIRE(body["metadata"]["annotations"].contains(manifold::k8s::kNetworkStatusAnnotation));
-  return Json::parse(body["metadata"]["annotations"][manifold::k8s::kNetworkStatusAnnotation].get<std::string>());
-}
-
-}  // namespace
 
 // Regression: apply_selection once iterated the items() of a temporary Json (destroyed before the
 // loop body in C++20), crashing every ADD whose pod had a networks annotation. The probe runs the

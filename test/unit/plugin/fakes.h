@@ -31,6 +31,7 @@
 
 #include "cni/skel.h"
 #include "exec/process.h"
+#include "k8s/grpc_call.h"
 #include "k8s/http.h"
 #include "k8s/kubeconfig.h"
 #include "k8s/retry.h"
@@ -40,6 +41,7 @@
 #include "store/memory_cache.h"
 #include "temp_dir.h"
 #include "util/file_reader.h"
+#include "util/file_writer.h"
 #include "util/json.h"
 #include "util/log.h"
 
@@ -161,6 +163,12 @@ class World {
   /// Records every wait (readiness polling and API retries) and advances `clock` by it.
   std::shared_ptr<util::FakeSleeper> sleeper = std::make_shared<util::FakeSleeper>(*clock);
   std::shared_ptr<util::FakeFileReader> files = std::make_shared<util::FakeFileReader>();
+  /// Device-info files the engine writes land in `files`.
+  std::shared_ptr<util::FakeFileWriter> file_writer = std::make_shared<util::FakeFileWriter>(*files);
+  /// The kubelet's PodResources List: its serialised answer (unset: the socket refuses, as when
+  /// no kubelet listens). Every call is counted in `kubelet_calls`.
+  std::function<std::string(const std::string& socket, std::chrono::milliseconds timeout)> pod_resources;
+  int kubelet_calls = 0;
   /// Credentials find_auth answers (nullopt: no Kubernetes).
   std::optional<k8s::ClusterAuth> auth;
   /// Paths file_exists answers true for.
@@ -256,6 +264,12 @@ class World {
     s.sleeper = sleeper;
     s.clock = clock;
     s.files = files;
+    s.file_writer = file_writer;
+    s.list_pod_resources = [this](const std::string& socket, std::chrono::milliseconds timeout) {
+      ++kubelet_calls;
+      if (!pod_resources) throw k8s::GrpcError(k8s::GrpcFailure::Unreachable, "connect " + socket + ": refused");
+      return pod_resources(socket, timeout);
+    };
     s.environment = {"PATH=/usr/sbin:/usr/bin", "CNI_COMMAND=BOGUS", "CNI_IFNAME=bogus0", "HOME=/root"};
     return s;
   }

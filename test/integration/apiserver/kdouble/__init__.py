@@ -1,7 +1,8 @@
 """kdouble: a local Kubernetes API server double for manifold's tests.
 
 The package implements an HTTPS server that behaves like kube-apiserver for the handful of
-resources manifold touches (pods, pods/status, NetworkAttachmentDefinitions, events), including
+resources manifold touches (pods, pods/status, NetworkAttachmentDefinitions, events, and DRA's
+resource.k8s.io/v1 ResourceClaims and ResourceSlices: objects.py, dra.py), including
 pod LIST and WATCH with selectors, bookmarks and a bounded history (list_options.py, watch.py,
 watch_stream.py), with its own PKI, bearer-token and client-certificate authentication, real
 `Status` error bodies, runtime fault injection (also into open watch streams) and a request log,

@@ -4,9 +4,11 @@ Authentication tries the client certificate first (verified against the double's
 TLS handshake; the user is the certificate's CN), then the bearer token (a mutable token → user
 table, so tests can rotate tokens; plus a fixed admin token for an operator's kubectl). Anything
 else is 401. Authorization then applies, in order: deny rules added by tests (to provoke a 403 on
-one verb/resource), and, when enabled, an RBAC allow-list in ClusterRole form (`MANIFOLD_RBAC` is
-the role manifold ships in conf/rbac.yaml: no `patch` anywhere). The admin user is allowed
-everything, like a member of `system:masters`, whose requests no authorizer sees.
+one verb/resource), and, when enabled, an RBAC allow-list in ClusterRole form, evaluated as the
+RBAC authorizer does for any group and resource (`*`, `*/subresource`, resourceNames;
+`manifold_rbac()` is the role manifold ships, read from conf/rbac.yaml each time it is asked for).
+The admin user is allowed everything, like a member of `system:masters`, whose requests no
+authorizer sees.
 `RequestInfo` mirrors the apiserver's request-info resolver: it turns a URL and method into
 verb/group/resource/namespace/name/subresource.
 """
@@ -21,16 +23,14 @@ from urllib.parse import parse_qs
 
 from . import k8s_status as st
 from .certs import DEFAULT_CLIENT_CN
+from .cluster_role import RULE_KEYS, load_cluster_role
 
-# The ClusterRole manifold ships in conf/rbac.yaml (a subset of Multus's): list and watch of pods
-# are for the node agent, which watches its own node's pods (fieldSelector=spec.nodeName=<node>).
-MANIFOLD_RBAC = [
-    {"apiGroups": [""], "resources": ["pods", "pods/status"], "verbs": ["get", "update"]},
-    {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]},
-    {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
-    {"apiGroups": ["k8s.cni.cncf.io"], "resources": ["network-attachment-definitions"],
-     "verbs": ["get", "list"]},
-]
+
+def manifold_rbac() -> list[dict]:
+    """The rules of the ClusterRole manifold ships (conf/rbac.yaml, read now): whatever it
+    grants, e.g. resource.k8s.io's resourceclaims and resourceslices, the double then allows."""
+    return load_cluster_role()
+
 
 # The operator identity of the admin token (the user kubeadm's admin.conf certificate names).
 ADMIN_USER = "kubernetes-admin"
@@ -174,8 +174,7 @@ class AccessControl:
         if rules is not None:
             for rule in rules:
                 if not isinstance(rule, dict) or not all(
-                        isinstance(rule.get(k, []), list) for k in
-                        ("apiGroups", "resources", "verbs", "nonResourceURLs")):
+                        isinstance(rule.get(k, []), list) for k in RULE_KEYS):
                     raise ValueError("each RBAC rule is an object of string lists")
         with self._lock:
             self._rbac = [dict(r) for r in rules] if rules is not None else None
@@ -191,7 +190,8 @@ class AccessControl:
                        for r in self._rbac)
         return any(_any_match(r.get("verbs", []), info.verb) and
                    _any_match(r.get("apiGroups", []), info.group) and
-                   _any_match(r.get("resources", []), info.full_resource)
+                   _resource_match(r.get("resources", []), info) and
+                   (not r.get("resourceNames") or info.name in r["resourceNames"])
                    for r in self._rbac)
 
     def authorize(self, info: RequestInfo, user: str) -> Optional[dict]:
@@ -211,3 +211,9 @@ class AccessControl:
 
 def _any_match(allowed: list, value: str) -> bool:
     return "*" in allowed or value in allowed
+
+
+def _resource_match(allowed: list, info: RequestInfo) -> bool:
+    """RBAC's ResourceMatches: `*`, the exact `resource[/subresource]`, or `*/subresource`."""
+    return _any_match(allowed, info.full_resource) or \
+        bool(info.subresource) and f"*/{info.subresource}" in allowed

@@ -1,5 +1,7 @@
 """The plain-HTTP admin API (127.0.0.1 only) through which tests drive a double process.
 
+Objects are seeded per kind: pods and NADs with their own routes, the generic kinds of objects.py
+(DRA's resourceclaims and resourceslices) under /admin/objects/{plural}[/{namespace}]/{name}.
 Requests and responses are JSON. Errors are `{"error": "..."}` with 400 (bad input) or 404
 (unknown object or route). The routes are listed in README.md and mirror `ApiServerDouble`'s
 methods one to one.
@@ -12,7 +14,9 @@ import json
 import re
 from typing import Any, Callable, Optional
 
-from .access import MANIFOLD_RBAC, DenyRule
+from .access import DenyRule, manifold_rbac
+from .dra import CLAIMS, SLICES
+from .objects import Kind, kind_for_plural, objects_of
 
 _ROUTES: list[tuple[str, re.Pattern, str]] = []
 
@@ -142,6 +146,29 @@ class AdminHandler(http.server.BaseHTTPRequestHandler):
     def delete_nad(self, core, body, ns, name):  # noqa: ANN001,ANN201
         return {"deleted": core.store.delete_nad(ns, name)}
 
+    @_route("POST", "/admin/objects/([a-z0-9.-]+)")
+    def add_object(self, core, body, plural):  # noqa: ANN001,ANN201
+        kind = _kind(plural)
+        obj = _optional_map(body, "object") or {}
+        ns = ""
+        if kind.resource.namespaced:
+            ns = _require(body, "namespace")
+        return objects_of(core.store).put(kind, ns, _require(body, "name"), obj,
+                                          raw=bool(body.get("raw")))
+
+    @_route("GET", "/admin/objects/([a-z0-9.-]+)/([^/]+)(?:/([^/]+))?")
+    def get_object(self, core, body, plural, first, second):  # noqa: ANN001,ANN201
+        kind, ns, name = _address(plural, first, second)
+        found = objects_of(core.store).find(kind, ns, name)
+        if found is None:
+            raise AdminError(404, f"{plural} {'/'.join(filter(None, (ns, name)))} not found")
+        return found
+
+    @_route("DELETE", "/admin/objects/([a-z0-9.-]+)/([^/]+)(?:/([^/]+))?")
+    def delete_object(self, core, body, plural, first, second):  # noqa: ANN001,ANN201
+        kind, ns, name = _address(plural, first, second)
+        return {"deleted": objects_of(core.store).remove(kind, ns, name)}
+
     @_route("GET", "/admin/tokens")
     def get_tokens(self, core, body):  # noqa: ANN001,ANN201
         return {"tokens": core.access.tokens()}
@@ -213,7 +240,10 @@ class AdminHandler(http.server.BaseHTTPRequestHandler):
     def set_rbac(self, core, body):  # noqa: ANN001,ANN201
         rules = body.get("rules")
         if rules == "manifold":
-            rules = MANIFOLD_RBAC
+            try:
+                rules = manifold_rbac()
+            except (OSError, ValueError) as err:
+                raise AdminError(400, f"cannot read the shipped ClusterRole: {err}") from None
         if rules is not None and not isinstance(rules, list):
             raise AdminError(400, "field 'rules' is a list of ClusterRole rules, "
                                   "\"manifold\" or null")
@@ -246,6 +276,22 @@ class AdminHandler(http.server.BaseHTTPRequestHandler):
         return {"watches": core.store.watches()}
 
 
+def _kind(plural: str) -> Kind:
+    kind = kind_for_plural(plural)
+    if kind is None:
+        raise AdminError(404, f"no served kind {plural!r} (try {CLAIMS!r} or {SLICES!r})")
+    return kind
+
+
+def _address(plural: str, first: str, second: Optional[str]) -> tuple[Kind, str, str]:
+    """(kind, namespace, name) of /admin/objects/{plural}/{ns}/{name} or …/{plural}/{name}."""
+    kind = _kind(plural)
+    if kind.resource.namespaced != (second is not None):
+        raise AdminError(404, f"{plural} are addressed as /admin/objects/{plural}/"
+                              f"{'{namespace}/{name}' if kind.resource.namespaced else '{name}'}")
+    return (kind, first, second) if second is not None else (kind, "", first)
+
+
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -255,6 +301,8 @@ _OPTION_CHECKS: dict[str, Callable[[Any], bool]] = {
     "bookmark_interval": lambda v: _number(v) and v > 0,
     "watch_timeout": lambda v: _number(v) and v >= 0,
     "watch_history": lambda v: _number(v) and int(v) == v and v >= 0,
+    "disabled_groups": lambda v: isinstance(v, list) and all(isinstance(g, str) and g
+                                                             for g in v),
 }
 
 
@@ -266,6 +314,8 @@ def _set_option(core: Any, key: str, value: Any) -> None:
         core.store.wake_watchers()
     elif key == "watch_timeout":
         core.watch_settings.default_timeout = float(value)
+    elif key == "disabled_groups":
+        core.routes.set_disabled_groups(value)
     else:
         core.store.set_history_limit(int(value))
 
@@ -274,4 +324,5 @@ def _options(core: Any) -> dict:
     return {"strict_resource_version": core.store.strict_resource_version,
             "bookmark_interval": core.watch_settings.bookmark_interval,
             "watch_timeout": core.watch_settings.default_timeout,
-            "watch_history": core.store.history_limit()}
+            "watch_history": core.store.history_limit(),
+            "disabled_groups": sorted(core.routes.disabled_groups)}

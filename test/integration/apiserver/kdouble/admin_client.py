@@ -1,7 +1,8 @@
 """AdminClient: the methods that drive an API server double process through its admin API.
 
 Each method is one plain-HTTP call to the admin listener (127.0.0.1, port `info["admin_port"]`)
-described in README.md: objects (pods, NADs), tokens, faults (including the watch stream faults),
+described in README.md: objects (pods, NADs, DRA's ResourceClaims and ResourceSlices, any kind
+of objects.py through add_object), tokens, faults (including the watch stream faults),
 the request and connection logs, events, deny rules, RBAC, options, the watch history and the open
 watch streams. `ApiServerDouble` inherits them; `info` and `token` are set once the process is
 ready.
@@ -14,6 +15,8 @@ import json
 import re
 import time
 from typing import Any, Optional, Union
+
+from .dra import CLAIMS, DEFAULT_DEVICE_CLASS, SLICES, claim_object, slice_object
 
 STATUS_PUT_PATH = r"^/api/v1/namespaces/[^/]+/pods/[^/]+/status$"
 
@@ -82,6 +85,71 @@ class AdminClient:
     def delete_nad(self, ns: str, name: str) -> bool:
         """Deletes a NAD; returns whether it existed."""
         return self._call("DELETE", f"/admin/nads/{ns}/{name}")["deleted"]
+
+    def add_object(self, resource: str, name: str, obj: Optional[dict] = None,
+                   namespace: Optional[str] = None, raw: bool = False) -> dict:
+        """Creates (or replaces) an object of a generic kind (`resourceclaims`, `resourceslices`)
+        as given, spec and status included; returns it as the API would. The double sets kind,
+        apiVersion, name, namespace, uid, creationTimestamp (generation) unless given, and a new
+        resourceVersion; `raw=True` stores `obj` verbatim (but the resourceVersion)."""
+        return self._call("POST", f"/admin/objects/{resource}", {
+            "namespace": namespace, "name": name, "object": obj or {}, "raw": raw})
+
+    def get_object(self, resource: str, name: str,
+                   namespace: Optional[str] = None) -> Optional[dict]:
+        """The stored object of a generic kind, or None."""
+        where = f"{namespace}/{name}" if namespace else name
+        return self._call("GET", f"/admin/objects/{resource}/{where}", allow_404=True)
+
+    def delete_object(self, resource: str, name: str, namespace: Optional[str] = None) -> bool:
+        """Deletes an object of a generic kind; returns whether it existed."""
+        where = f"{namespace}/{name}" if namespace else name
+        return self._call("DELETE", f"/admin/objects/{resource}/{where}")["deleted"]
+
+    def add_resource_claim(self, ns: str, name: str, results: Optional[list] = None,
+                           requests: Optional[list] = None,
+                           device_class: str = DEFAULT_DEVICE_CLASS,
+                           spec: Optional[dict] = None, status: Optional[dict] = None,
+                           labels: Optional[dict] = None, annotations: Optional[dict] = None,
+                           uid: Optional[str] = None, raw: Optional[dict] = None) -> dict:
+        """Creates (or replaces) a resource.k8s.io/v1 ResourceClaim. `results`: allocation
+        results {request, driver, pool, device} (None: not allocated, `status: {}`);
+        `requests`: request names or DeviceRequest dicts (default: the results' requests);
+        `spec`/`status` replace the built ones; `raw` stores that object verbatim."""
+        obj = raw if raw is not None else claim_object(
+            requests, results, device_class, spec, status, labels, annotations, uid)
+        return self.add_object(CLAIMS, name, obj, namespace=ns, raw=raw is not None)
+
+    def get_resource_claim(self, ns: str, name: str) -> Optional[dict]:
+        """The stored ResourceClaim, or None."""
+        return self.get_object(CLAIMS, name, namespace=ns)
+
+    def delete_resource_claim(self, ns: str, name: str) -> bool:
+        """Deletes a ResourceClaim; returns whether it existed."""
+        return self.delete_object(CLAIMS, name, namespace=ns)
+
+    def add_resource_slice(self, name: str, driver: str = "", node_name: Optional[str] = None,
+                           devices: Union[list, dict, None] = None, pool: Optional[str] = None,
+                           all_nodes: bool = False, pool_generation: int = 1,
+                           slice_count: int = 1, spec: Optional[dict] = None,
+                           labels: Optional[dict] = None, raw: Optional[dict] = None) -> dict:
+        """Creates (or replaces) a cluster-scoped resource.k8s.io/v1 ResourceSlice. `devices`:
+        a list of Device dicts, or {device name: {attribute: value}} where a value is a typed
+        dict ({"string": …}, {"version": …}) or a str/int/bool typed for you. `pool` defaults
+        to the node name (else the slice name); `spec` replaces the built one; `raw` stores that
+        object verbatim."""
+        obj = raw if raw is not None else slice_object(
+            driver, node_name, pool, devices, all_nodes, pool_generation, slice_count, spec,
+            labels, name)
+        return self.add_object(SLICES, name, obj, raw=raw is not None)
+
+    def get_resource_slice(self, name: str) -> Optional[dict]:
+        """The stored ResourceSlice, or None."""
+        return self.get_object(SLICES, name)
+
+    def delete_resource_slice(self, name: str) -> bool:
+        """Deletes a ResourceSlice; returns whether it existed."""
+        return self.delete_object(SLICES, name)
 
     def set_tokens(self, tokens: Union[list, dict]) -> None:
         """Replaces the valid bearer tokens (list, or token → user). Old tokens then get 401.
@@ -160,16 +228,19 @@ class AdminClient:
     def set_options(self, strict_resource_version: Optional[bool] = None,
                     bookmark_interval: Optional[float] = None,
                     watch_timeout: Optional[float] = None,
-                    watch_history: Optional[int] = None) -> dict:
+                    watch_history: Optional[int] = None,
+                    disabled_groups: Optional[list[str]] = None) -> dict:
         """Changes the options given (None: unchanged) and returns all of them.
         strict_resource_version=False accepts updates without resourceVersion, as the real
         server does for pods (the default, True, answers them with 409); bookmark_interval:
         seconds between BOOKMARKs on watches that allow them (default 60, live); watch_timeout:
         seconds a watch without timeoutSeconds lasts (0: random 30-60 min, the default);
-        watch_history: pod events kept for watches from an older resourceVersion (1000)."""
+        watch_history: pod events kept for watches from an older resourceVersion (1000);
+        disabled_groups: API groups served as absent (404 on their paths, not in discovery),
+        e.g. ["resource.k8s.io"] for a cluster before 1.34; [] serves them all again."""
         given = {"strict_resource_version": strict_resource_version,
                  "bookmark_interval": bookmark_interval, "watch_timeout": watch_timeout,
-                 "watch_history": watch_history}
+                 "watch_history": watch_history, "disabled_groups": disabled_groups}
         return self._call("PUT", "/admin/options",
                           {k: v for k, v in given.items() if v is not None})
 

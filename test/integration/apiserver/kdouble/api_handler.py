@@ -24,11 +24,12 @@ import uuid
 from typing import Any, Optional
 from urllib.parse import urlsplit
 
-from . import discovery
-from . import k8s_status as st
+from . import discovery, k8s_status as st
 from .access import RequestInfo, resolve_request
+from .certs import certificate_cn
 from .faults import Fault, apply_set
 from .negotiation import JSON, media_type, negotiate
+from .objects import concurrent_write
 from .patch import PATCH_TYPES
 from .routes import Call
 from .tables import to_table
@@ -50,14 +51,6 @@ def encode_json(obj: Any) -> bytes:
                      ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         text = text.replace(raw, esc)
     return text.encode("utf-8") + b"\n"
-
-
-def _cert_common_name(cert: Optional[dict]) -> Optional[str]:
-    for rdn in (cert or {}).get("subject", ()):
-        for key, value in rdn:
-            if key == "commonName":
-                return value
-    return None
 
 
 class Response:
@@ -109,7 +102,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             core.journal.connection_tls(self.conn_id, False, error=str(err))
             return
         self.tls_ok = True
-        self.cert_user = _cert_common_name(self.request.getpeercert())
+        self.cert_user = certificate_cn(self.request.getpeercert())
         core.journal.connection_tls(self.conn_id, True, cert_cn=self.cert_user,
                                     version=self.request.version())
         core.track_connection(self.request)
@@ -205,8 +198,8 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             entry["outcome"] = "fault"
             self._finish(entry, started, self._fault_response(fault, info, user))
             return
-        if fault is not None and fault.action == "conflict" and info.resource == "pods":
-            self.core.store.bump_pod(info.namespace, info.name)
+        if fault is not None and fault.action == "conflict":
+            concurrent_write(self.core.store, info)
         response = self._process(info, query, body, user)
         self._finish(entry, started, self._mangle(response, fault, entry))
 

@@ -13,6 +13,7 @@ import os
 import secrets
 import subprocess
 from dataclasses import asdict, dataclass
+from typing import Optional
 
 DEFAULT_CLIENT_CN = "system:serviceaccount:kube-system:manifold"
 SERVER_SANS = ("IP:127.0.0.1", "IP:::1", "DNS:localhost", "DNS:kubernetes",
@@ -125,3 +126,12 @@ def generate_pki(directory: str, client_cn: str = DEFAULT_CLIENT_CN,
     return Pki(ca_cert=ca[0], ca_key=ca[1], server_cert=server[0], server_key=server[1],
                client_cert=client[0], client_key=client[1], other_ca_cert=other_ca[0],
                untrusted_client_cert=untrusted[0], untrusted_client_key=untrusted[1])
+
+
+def certificate_cn(cert: Optional[dict]) -> Optional[str]:
+    """The subject CN of a peer certificate as ssl.getpeercert() returns it, or None."""
+    for rdn in (cert or {}).get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                return value
+    return None

@@ -5,7 +5,8 @@ Clients such as kubectl learn what a server serves from `/api` (APIVersions), `/
 (APIResourceList). The double answers the legacy (unaggregated) forms only: kubectl asks for the
 aggregated `APIGroupDiscoveryList` first and falls back when the response is plain JSON, exactly as
 with a server whose AggregatedDiscoveryEndpoint feature is off. Every advertised resource and verb
-comes from the routes, so discovery never promises what the double does not serve.
+comes from the routes, so discovery never promises what the double does not serve, and a group
+switched off with `RouteTable.set_disabled_groups` disappears from every document.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def _resource_list(group: str, version: str, routes: RouteTable) -> Optional[dic
     resources = []
     for res, sub, verbs in entries:
         entry = {"name": f"{res.plural}/{sub}" if sub else res.plural,
-                 "singularName": "" if sub else res.singular, "namespaced": True,
+                 "singularName": "" if sub else res.singular, "namespaced": res.namespaced,
                  "kind": res.kind, "verbs": verbs}
         if not sub and res.short_names:
             entry["shortNames"] = list(res.short_names)

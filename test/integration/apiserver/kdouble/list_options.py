@@ -1,7 +1,8 @@
-"""The query parameters of a LIST or WATCH of pods, parsed and refused as kube-apiserver does.
+"""The query parameters of a LIST or WATCH, parsed and refused as kube-apiserver does.
 
 `parse_list_options` turns a query string into `ListOptions`: a field selector (only the field
-labels the real server converts for pods; any other is a 400 `field label not supported: <x>`), a
+labels the real server converts for the kind, a `FieldLabels`: for pods `POD_LABELS`, where any
+other is a 400 `field label not supported: <x>`; other kinds bring their own table and wording), a
 label selector (`a=b`, `a==b`, `a!=b`, `a`, `!a`, `a in (x,y)`, `a notin (x,y)`), resourceVersion
 (numeric, `""` or `"0"`; anything else is a 400), timeoutSeconds, allowWatchBookmarks, and the
 ignored `limit`/`continue`. `ListOptions.matches(pod)` is the predicate a LIST filters with and a
@@ -11,6 +12,7 @@ computes them, and a hostile stored object (wrong types) simply does not match.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -63,16 +65,35 @@ POD_FIELDS: dict[str, Callable[[dict], str]] = {
 }
 
 
+def _refuse_pod_field(label: str) -> str:
+    return f"field label not supported: {label}"
+
+
+@dataclass(frozen=True)
+class FieldLabels:
+    """The field labels a kind's LIST accepts (label → the object's value, as a string) and the
+    refusal its field-label conversion words for any other (the 400's message)."""
+    getters: dict[str, Callable[[dict], str]]
+    refuse: Callable[[str], str]
+
+
+POD_LABELS = FieldLabels(POD_FIELDS, _refuse_pod_field)
+
+
 @dataclass(frozen=True)
 class FieldTerm:
-    """One `field=value` or `field!=value` requirement."""
+    """One `field=value` or `field!=value` requirement; `getter` reads the field (default: the
+    pod field of that label)."""
     field: str
     value: str
     equal: bool
+    getter: Optional[Callable[[dict], str]] = dataclasses.field(default=None, compare=False,
+                                                                repr=False)
 
-    def matches(self, pod: dict) -> bool:
-        """True when the pod's field satisfies the requirement."""
-        return (POD_FIELDS[self.field](pod) == self.value) == self.equal
+    def matches(self, obj: dict) -> bool:
+        """True when the object's field satisfies the requirement."""
+        get = self.getter or POD_FIELDS[self.field]
+        return (get(obj) == self.value) == self.equal
 
 
 @dataclass(frozen=True)
@@ -116,9 +137,10 @@ def _unescape(value: str) -> str:
     return re.sub(r"\\(.)", r"\1", value)
 
 
-def parse_field_selector(text: str) -> tuple[FieldTerm, ...]:
+def parse_field_selector(text: str, labels: FieldLabels = POD_LABELS) -> tuple[FieldTerm, ...]:
     """Parses fields.ParseSelector syntax (`a=b,c!=d`, `==` too) and converts the field labels
-    as the pod conversion does; raises OptionError (400) like the real server."""
+    as the kind's conversion does (pods by default); raises OptionError (400) like the real
+    server."""
     if not text.strip():
         return ()
     terms = []
@@ -127,9 +149,9 @@ def parse_field_selector(text: str) -> tuple[FieldTerm, ...]:
         if match is None:
             raise _bad(f"invalid selector: '{text}'; can't understand '{term}'")
         label, op, value = match.groups()
-        if label not in POD_FIELDS:
-            raise _bad(f"field label not supported: {label}")
-        terms.append(FieldTerm(label, _unescape(value), op != "!="))
+        if label not in labels.getters:
+            raise _bad(labels.refuse(label))
+        terms.append(FieldTerm(label, _unescape(value), op != "!=", labels.getters[label]))
     return tuple(terms)
 
 
@@ -210,8 +232,8 @@ class ListOptions:
     raw: dict = field(default_factory=dict)
 
     def matches(self, pod: Any, namespace: str) -> bool:
-        """True when a pod stored in `namespace` is in the requested namespace (if any) and
-        passes both selectors."""
+        """True when an object (a pod, or another kind's) stored in `namespace` ("" for a
+        cluster-scoped one) is in the requested namespace (if any) and passes both selectors."""
         if not isinstance(pod, dict) or self.namespace and namespace != self.namespace:
             return False
         meta = _dict(pod.get("metadata"))
@@ -220,14 +242,16 @@ class ListOptions:
             all(t.matches(labels) for t in self.labels)
 
 
-def parse_list_options(query: str, namespace: str, watch: bool) -> ListOptions:
-    """Parses and checks a LIST/WATCH query; raises OptionError with the real server's answer."""
+def parse_list_options(query: str, namespace: str, watch: bool,
+                       labels: FieldLabels = POD_LABELS) -> ListOptions:
+    """Parses and checks a LIST/WATCH query of a kind with these field labels (pods by default);
+    raises OptionError with the real server's answer."""
     params = {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True).items()}
     opts = ListOptions(namespace=namespace, raw=params,
                        field_selector=params.get("fieldSelector", ""),
                        label_selector=params.get("labelSelector", ""),
                        resource_version_text=params.get("resourceVersion", ""))
-    opts.fields = parse_field_selector(opts.field_selector)
+    opts.fields = parse_field_selector(opts.field_selector, labels)
     opts.labels = parse_label_selector(opts.label_selector)
     opts.resource_version = parse_resource_version(opts.resource_version_text)
     opts.allow_bookmarks = _bool_param(params, "allowWatchBookmarks")

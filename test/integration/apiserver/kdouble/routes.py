@@ -5,14 +5,19 @@ subresource and whether the path names one object (`…/pods/web`) or the collec
 API handler looks a request up here (no route: 404; a route without the verb: 405), and the
 discovery documents (`/api/v1`, `/apis/<group>/<version>`) are generated from the same table, so a
 verb added here is served and advertised at once. A collection route may also be served across
-namespaces (`/api/v1/pods`). A handler gets the store and the request's `Call` and returns (HTTP
-status, JSON object); a `watch` handler returns (200, PodWatcher), which the API handler streams.
+namespaces (`/api/v1/pods`); a cluster-scoped resource (`Resource.namespaced` False, e.g.
+ResourceSlice) is served only without `/namespaces/{ns}`. A whole API group can be switched off at
+runtime (`disabled_groups`): its paths are then 404 and discovery no longer lists it, as on a
+cluster that does not serve it (resource.k8s.io/v1 before Kubernetes 1.34, a missing CRD). A
+handler gets the store and the request's `Call` and returns (HTTP status, JSON object); a `watch`
+handler returns (200, PodWatcher), which the API handler streams. The generic kinds of objects.py
+(DRA's, dra.py) add their routes with `objects.object_routes`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from . import k8s_status as st
 from .access import RequestInfo
@@ -31,6 +36,7 @@ class Resource:
     singular: str
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
+    namespaced: bool = True
 
     @property
     def group_version(self) -> str:
@@ -66,6 +72,11 @@ class RouteTable:
 
     def __init__(self) -> None:
         self._routes: dict[tuple, Route] = {}
+        self.disabled_groups: frozenset[str] = frozenset()
+
+    def set_disabled_groups(self, groups: Iterable[str]) -> None:
+        """Makes these API groups absent (404, not in discovery); an empty list restores all."""
+        self.disabled_groups = frozenset(groups)
 
     def add(self, resource: Resource, verbs: dict[str, Handler], *, named: bool,
             subresource: str = "", all_namespaces: bool = False) -> None:
@@ -79,21 +90,28 @@ class RouteTable:
 
     def find(self, info: RequestInfo) -> Optional[Route]:
         """The route a resource request addresses, or None (404)."""
-        if info.extra_parts:
+        if info.extra_parts or info.group in self.disabled_groups:
             return None
         route = self._routes.get((info.group, info.version, info.resource, info.subresource,
                                   bool(info.name)))
-        if route is not None and not info.namespace and not route.all_namespaces:
+        if route is None:
+            return None
+        if not route.resource.namespaced:
+            return None if info.namespace else route
+        if not info.namespace and not route.all_namespaces:
             return None
         return route
 
     def group_versions(self) -> list[tuple[str, str]]:
-        """Every (group, version) with at least one route, sorted."""
-        return sorted({(group, version) for group, version, *_ in self._routes})
+        """Every (group, version) with at least one route (and not disabled), sorted."""
+        return sorted({(group, version) for group, version, *_ in self._routes
+                       if group not in self.disabled_groups})
 
     def resources(self, group: str, version: str) -> list[tuple[Resource, str, list[str]]]:
         """(resource, subresource, verbs of object and collection paths) of one group version."""
         merged: dict[tuple[str, str], tuple[Resource, set]] = {}
+        if group in self.disabled_groups:
+            return []
         for route in self._routes.values():
             res = route.resource
             if (res.group, res.version) == (group, version):
@@ -162,7 +180,9 @@ def _get_nad(store: Store, call: Call) -> Result:
 
 
 def default_routes() -> RouteTable:
-    """The routes of the double: pods (+status), events (both APIs), NADs."""
+    """The routes of the double: pods (+status), events (both APIs), NADs, and DRA's
+    ResourceClaims (+status) and ResourceSlices (dra.py)."""
+    from .dra import add_dra_routes  # late import: dra.py builds on this module's types
     table = RouteTable()
     pod_verbs = {"get": _get_pod, "update": _update_pod, "patch": _patch_pod}
     table.add(PODS, dict(pod_verbs, watch=_watch_pods), named=True)
@@ -172,4 +192,5 @@ def default_routes() -> RouteTable:
     table.add(EVENTS, {"create": _create_event}, named=False)
     table.add(NADS, {"list": _list_nads}, named=False)
     table.add(NADS, {"get": _get_nad}, named=True)
+    add_dra_routes(table)
     return table

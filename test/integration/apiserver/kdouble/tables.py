@@ -1,9 +1,11 @@
-"""Server-side printing: a pod or NAD (or a list of them) as a `Table`, for `kubectl get`.
+"""Server-side printing: an object (or a list of them) as a `Table`, for `kubectl get`.
 
 `kubectl get` without `-o` asks for `application/json;as=Table;v=v1;g=meta.k8s.io` and prints the
 columns the server chose. Pods get the columns kube-apiserver prints (Name, Ready, Status,
-Restarts, Age; IP and Node at priority 1, shown by `-o wide`); other resources get Name and Age,
-like a CustomResourceDefinition without printer columns. Each row carries the object's metadata as
+Restarts, Age; IP and Node at priority 1, shown by `-o wide`), ResourceClaims Name, State
+(`pending`, `allocated,reserved`, …), Age, and ResourceSlices Name, Node, Driver, Pool, Age, as
+kube-apiserver's printers do; other resources get Name and Age, like a CustomResourceDefinition
+without printer columns. Each row carries the object's metadata as
 a PartialObjectMetadata, as with the default `includeObject=Metadata`. Hostile stored objects
 (wrong types) print as empty cells, never as an error.
 """
@@ -34,18 +36,31 @@ _POD_COLUMNS = [
 ]
 
 
+_CLAIM_COLUMNS = [
+    _NAME,
+    {"name": "State", "type": "string", "format": "", "priority": 0,
+     "description": "A summary of the current state (allocated, pending, reserved, etc.)."},
+    _AGE,
+]
+_SLICE_COLUMNS = [_NAME] + [
+    {"name": name, "type": "string", "format": "", "priority": 0, "description": text}
+    for name, text in (("Node", "The node which provides the resources in this pool."),
+                       ("Driver", "The DRA driver providing the capacity information."),
+                       ("Pool", "The name of the resource pool."))] + [_AGE]
+
+
 def to_table(obj: dict, api_version: str, resource: str) -> dict:
     """The Table for one object or a `…List` of them."""
     items = obj.get("items") if str(obj.get("kind", "")).endswith("List") else [obj]
     items = items if isinstance(items, list) else []
-    pods = resource == "pods"
-    rows = [{"cells": _pod_cells(item) if pods else _cells(item),
+    columns, cells = _PRINTERS.get(resource, ([_NAME, _AGE], _cells))
+    rows = [{"cells": cells(item),
              "object": {"kind": "PartialObjectMetadata", "apiVersion": api_version,
                         "metadata": _dict(_dict(item).get("metadata"))}}
             for item in items]
     rv = _dict(obj.get("metadata")).get("resourceVersion", "")
     return {"kind": "Table", "apiVersion": api_version, "metadata": {"resourceVersion": rv},
-            "columnDefinitions": _POD_COLUMNS if pods else [_NAME, _AGE], "rows": rows}
+            "columnDefinitions": columns, "rows": rows}
 
 
 def _dict(value: Any) -> dict:
@@ -72,6 +87,35 @@ def _pod_cells(item: Any) -> list:
     return [name, f"{ready}/{len(_list(spec.get('containers')))}",
             str(status.get("reason") or status.get("phase") or "Unknown"), restarts, age,
             str(status.get("podIP") or "<none>"), str(spec.get("nodeName") or "<none>")]
+
+
+def _claim_cells(item: Any) -> list:
+    claim = _dict(item)
+    status = _dict(claim.get("status"))
+    deleted = bool(_dict(claim.get("metadata")).get("deletionTimestamp"))
+    states = ["deleted"] if deleted else []
+    if not status.get("allocation"):
+        states += [] if deleted else ["pending"]
+    else:
+        states.append("allocated")
+        if _list(status.get("reservedFor")):
+            states.append("reserved")
+        elif deleted:
+            states.append("deallocating")
+    name, age = _cells(claim)
+    return [name, ",".join(states), age]
+
+
+def _slice_cells(item: Any) -> list:
+    spec = _dict(_dict(item).get("spec"))
+    name, age = _cells(item)
+    return [name, str(spec.get("nodeName") or ""), str(spec.get("driver") or ""),
+            str(_dict(spec.get("pool")).get("name") or ""), age]
+
+
+_PRINTERS = {"pods": (_POD_COLUMNS, _pod_cells),
+             "resourceclaims": (_CLAIM_COLUMNS, _claim_cells),
+             "resourceslices": (_SLICE_COLUMNS, _slice_cells)}
 
 
 def human_age(timestamp: Any) -> str:

@@ -1,0 +1,120 @@
+// Implementation of the engine's device path: the kubelet source chosen by what is on the node,
+// DRA through the invocation's API access, and the device-info copy and removal.
+#include "engine/devices.h"
+
+#include "cni/error.h"
+#include "k8s/device_checkpoint.h"
+#include "k8s/device_info.h"
+#include "k8s/dra_devices.h"
+#include "k8s/grpc_call.h"
+#include "k8s/pod_resources.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace manifold::engine {
+
+namespace {
+
+using cni::CniError;
+using cni::ErrorCode;
+
+std::string metadata(const Json& pod, const char* key) {
+  auto meta = pod.find("metadata");
+  if (meta == pod.end() || !meta->is_object()) return "";
+  auto v = meta->find(key);
+  return v != meta->end() && v->is_string() ? v->get<std::string>() : "";
+}
+
+/// DRA's reads through the invocation's API access (its bounds and request count).
+class KubeDra final : public k8s::DraApi {
+ public:
+  explicit KubeDra(KubeAccess& kube) : kube_(kube) {}
+  Json get_resource_claim(const std::string& ns, const std::string& name) override {
+    return kube_.get_resource_claim(ns, name);
+  }
+  Json list_resource_slices(const std::string& node, const std::string& driver) override {
+    return kube_.list_resource_slices(node, driver);
+  }
+
+ private:
+  KubeAccess& kube_;
+};
+
+k8s::DeviceTable checkpoint_table(const Services& services, const cni::MetaConfig& config, const Json& pod) {
+  const std::string& path = config.kubelet_checkpoint_file;
+  if (!services.file_exists(path)) {
+    util::log_verbose("no kubelet device checkpoint at ", path, ": no device-plugin devices");
+    return {};
+  }
+  std::string text;
+  try {
+    text = services.files->read(path, k8s::kMaxCheckpointBytes);
+  } catch (const util::FileTooLarge& e) {
+    throw CniError(ErrorCode::Decoding, "the kubelet device checkpoint is not one: " + e.msg());
+  } catch (const util::IoError& e) {
+    throw CniError(ErrorCode::DeviceUnavailable, "cannot read the kubelet device checkpoint: " + e.msg());
+  }
+  return k8s::checkpoint_devices(text, path, metadata(pod, "uid"));
+}
+
+}  // namespace
+
+k8s::DeviceTable kubelet_pod_devices(const Services& services, const cni::MetaConfig& config, const Json& pod) {
+  const std::string& socket = config.pod_resources_socket;
+  if (!socket.empty() && services.file_exists(socket)) {
+    try {
+      const std::string answer = services.list_pod_resources(socket, std::chrono::seconds(config.kubelet_timeout_s));
+      return k8s::pod_resources_devices(answer, metadata(pod, "namespace"), metadata(pod, "name"));
+    } catch (const k8s::GrpcError& e) {
+      if (e.failure() != k8s::GrpcFailure::Unreachable)
+        throw CniError(ErrorCode::DeviceUnavailable,
+                       std::string("cannot learn the pod's devices from the kubelet: ") + e.what());
+      util::log_warning("the kubelet does not serve PodResources (", e.what(),
+                        "); reading its device checkpoint instead");
+    }
+  }
+  return checkpoint_table(services, config, pod);
+}
+
+k8s::DeviceAllocator pod_device_allocator(const Services& services, const cni::MetaConfig& config, KubeAccess& kube,
+                                          const Json& pod) {
+  return k8s::DeviceAllocator([&services, &config, &kube, &pod] {
+    k8s::DeviceTable table = kubelet_pod_devices(services, config, pod);
+    if (k8s::pod_has_resource_claims(pod)) {
+      KubeDra dra(kube);
+      k8s::merge_device_tables(table, k8s::dra_pod_devices(pod, dra));
+    }
+    return table;
+  });
+}
+
+void copy_device_info(const Services& services, const cni::MetaConfig& config, const Attachment& a) noexcept {
+  if (a.device_info_file.empty() || a.device_id.empty() || !services.file_writer) return;
+  const std::string source = k8s::device_plugin_info_path(config.device_info_dir, a.resource_name, a.device_id);
+  try {
+    if (!services.file_exists(source)) {
+      util::log_verbose("no device-info file ", source, " for network \"", a.name, "\"");
+      return;
+    }
+    const Json info = k8s::parse_device_info(services.files->read(source, k8s::kMaxDeviceInfoBytes));
+    if (info.is_null()) {
+      util::log_warning("device-info file ", source, " of network \"", a.name,
+                        "\" is not a device-info object; not passed on");
+      return;
+    }
+    services.file_writer->write(a.device_info_file, info.dump(), 0444);
+  } catch (const std::exception& e) {
+    util::log_warning("cannot pass the device-info of network \"", a.name, "\" on: ", e.what());
+  }
+}
+
+void remove_device_info(util::FileWriter* writer, const std::string& path) noexcept {
+  if (path.empty() || !writer) return;
+  try {
+    writer->remove(path);
+  } catch (const std::exception& e) {
+    util::log_warning("cannot remove the device-info file: ", e.what());
+  }
+}
+
+}  // namespace manifold::engine
