@@ -10,7 +10,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libnl-3-dev libnl-route-3-dev nlohmann-json3-dev libcli11-dev catch2 libboost-dev libssl-dev
-  libyaml-cpp-dev zlib1g-dev
+  libyaml-cpp-dev zlib1g-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
   containernetworking-plugins golang-go golang-github-appc-cni-dev
   iptables iproute2 python3 openssl clang libclang-rt-14-dev clang-format util-linux procps valgrind strace
   podman containerd runc busybox-static python3-grpcio python3-grpc-tools

@@ -45,6 +45,9 @@ declare -A max_len=(
   [cache_file]=16384
   [iptables_save]=32768
   [watch_stream]=16384
+  [device_checkpoint]=16384
+  [device_info]=4096
+  [pod_resources]=16384
 )
 # The libFuzzer dictionary of each target (test/fuzz/<name>.dict).
 declare -A dict=(
@@ -58,9 +61,12 @@ declare -A dict=(
   [cache_file]=json
   [iptables_save]=iptables
   [watch_stream]=json
+  [device_checkpoint]=json
+  [device_info]=json
+  [pod_resources]=protobuf
 )
 order=(stdin_config cni_args networks_annotation nad_config delegate_result kubeconfig api_response
-       cache_file iptables_save watch_stream)
+       cache_file iptables_save watch_stream device_checkpoint device_info pod_resources)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${order[@]}")
 for t in "${targets[@]}"; do

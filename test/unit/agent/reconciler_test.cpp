@@ -216,3 +216,21 @@ TEST_CASE("reconciler: a failing delegate leaves the pod as it was and is report
   CHECK(event["reason"] == "NetworkChangeFailed");
   CHECK(event["type"] == "Warning");
 }
+
+TEST_CASE("reconciler: a hot-plugged network naming a device resource is refused, nothing attached", "[agent]") {
+  Sandbox s("", {});
+  World& w = s.w;
+  Reconciler reconciler(w.services(), {kCniDir, ""});
+  const std::size_t calls = w.calls().size();
+  Json sriov = nad("sriov", "sriov");
+  sriov["metadata"]["annotations"] = {{"k8s.v1.cni.cncf.io/resourceName", "intel.com/sriov"}};
+  w.http.push_response(200, sriov.dump());
+  w.http.push_response(201, R"({"kind":"Event"})");
+  ReconcileOutcome refused = s.reconcile(reconciler, "sriov");
+  CHECK(refused.result == ReconcileResult::Failed);
+  CHECK_THAT(refused.message, Catch::Contains("cannot get a kubelet device"));
+  CHECK(w.kubelet_calls == 0);  // the kubelet is never asked for a running pod
+  CHECK(w.calls().size() == calls);
+  CHECK(ifnames(w) == std::vector<std::string>{"eth0"});
+  CHECK(Json::parse(w.http.requests().back().body)["reason"] == "NetworkChangeFailed");
+}
