@@ -28,8 +28,14 @@ DeviceAllocator::DeviceAllocator(DeviceTable devices) : devices_(std::move(devic
 }
 
 void DeviceAllocator::load() {
+  if (failure_) throw *failure_;
   if (loaded_) return;
-  if (loader_) devices_ = loader_();
+  try {
+    if (loader_) devices_ = loader_();
+  } catch (const cni::CniError& e) {
+    failure_ = e;
+    throw;
+  }
   sort_device_table(devices_);
   loaded_ = true;
 }

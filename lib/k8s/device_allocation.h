@@ -10,9 +10,11 @@
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "cni/error.h"
 #include "util/json.h"
 
 namespace manifold::k8s {
@@ -32,7 +34,8 @@ class DeviceAllocator {
   /// Uses the given allocation table (sorted here).
   explicit DeviceAllocator(DeviceTable devices = {});
   /// Calls `loader` for the table the first time a device is asked for, so the kubelet and the API
-  /// are only asked when some NAD names a resource.
+  /// are only asked when some NAD names a resource. A loader that throws CniError is not called
+  /// again: every later request throws the same error (a hung kubelet costs its timeout once).
   explicit DeviceAllocator(std::function<DeviceTable()> loader) : loader_(std::move(loader)) {}
   /// The next unused device ID of `resource` for network `network`. Throws
   /// CniError(DeviceUnavailable) naming both when none is left.
@@ -46,6 +49,7 @@ class DeviceAllocator {
   DeviceTable devices_;
   std::function<DeviceTable()> loader_;
   bool loaded_ = false;
+  std::optional<cni::CniError> failure_;
   std::map<std::string, std::size_t> used_;
 };
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "fuzz_common.h"
 #include "k8s/device_allocation.h"
@@ -19,7 +20,9 @@ namespace {
 const bool kQuiet = fuzz::quiet_logging();
 
 void check_table(const k8s::DeviceTable& table) {
-  for (const auto& [resource, ids] : table) {
+  for (const auto& entry : table) {
+    const std::string& resource = entry.first;
+    const std::vector<std::string>& ids = entry.second;
     if (!std::is_sorted(ids.begin(), ids.end()) || std::adjacent_find(ids.begin(), ids.end()) != ids.end())
       fuzz::fuzz_bug("device IDs of " + resource + " are not sorted and unique");
     k8s::DeviceAllocator allocator(table);

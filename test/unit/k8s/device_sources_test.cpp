@@ -170,3 +170,16 @@ TEST_CASE("PodResources: an answer that is not the message is a decoding error",
     CHECK(msg.find("PodResources") != std::string::npos);
   }
 }
+
+TEST_CASE("device allocation: a loader that failed is not asked again", "[k8s]") {
+  int loads = 0;
+  DeviceAllocator devices([&]() -> DeviceTable {
+    ++loads;
+    throw CniError(manifold::cni::ErrorCode::DeviceUnavailable, "kubelet timed out");
+  });
+  std::string first, second;
+  CHECK(error_code([&] { devices.take("r", "ns/a"); }, &first) == 108u);
+  CHECK(error_code([&] { devices.take("s", "ns/b"); }, &second) == 108u);
+  CHECK(first == second);
+  CHECK(loads == 1);
+}
