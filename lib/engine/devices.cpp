@@ -7,6 +7,7 @@
 #include "k8s/device_info.h"
 #include "k8s/dra_devices.h"
 #include "k8s/grpc_call.h"
+#include "k8s/pod_object.h"
 #include "k8s/pod_resources.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -17,13 +18,6 @@ namespace {
 
 using cni::CniError;
 using cni::ErrorCode;
-
-std::string metadata(const Json& pod, const char* key) {
-  auto meta = pod.find("metadata");
-  if (meta == pod.end() || !meta->is_object()) return "";
-  auto v = meta->find(key);
-  return v != meta->end() && v->is_string() ? v->get<std::string>() : "";
-}
 
 /// DRA's reads through the invocation's API access (its bounds and request count).
 class KubeDra final : public k8s::DraApi {
@@ -54,7 +48,7 @@ k8s::DeviceTable checkpoint_table(const Services& services, const cni::MetaConfi
   } catch (const util::IoError& e) {
     throw CniError(ErrorCode::DeviceUnavailable, "cannot read the kubelet device checkpoint: " + e.msg());
   }
-  return k8s::checkpoint_devices(text, path, metadata(pod, "uid"));
+  return k8s::checkpoint_devices(text, path, k8s::pod_metadata_string(pod, "uid"));
 }
 
 }  // namespace
@@ -64,7 +58,8 @@ k8s::DeviceTable kubelet_pod_devices(const Services& services, const cni::MetaCo
   if (!socket.empty() && services.file_exists(socket)) {
     try {
       const std::string answer = services.list_pod_resources(socket, std::chrono::seconds(config.kubelet_timeout_s));
-      return k8s::pod_resources_devices(answer, metadata(pod, "namespace"), metadata(pod, "name"));
+      return k8s::pod_resources_devices(answer, k8s::pod_metadata_string(pod, "namespace"),
+                                        k8s::pod_metadata_string(pod, "name"));
     } catch (const k8s::GrpcError& e) {
       if (e.failure() != k8s::GrpcFailure::Unreachable)
         throw CniError(ErrorCode::DeviceUnavailable,

@@ -19,25 +19,9 @@ namespace {
 using cni::CniError;
 using cni::ErrorCode;
 
-const Json* at(const Json& j, std::initializer_list<const char*> path) {
-  const Json* cur = &j;
-  for (const char* key : path) {
-    if (!cur->is_object()) return nullptr;
-    auto it = cur->find(key);
-    if (it == cur->end()) return nullptr;
-    cur = &*it;
-  }
-  return cur;
-}
-
-std::string string_at(const Json& j, std::initializer_list<const char*> path) {
-  const Json* v = at(j, path);
-  return v && v->is_string() ? v->get<std::string>() : std::string();
-}
-
 const Json& list_at(const Json& j, std::initializer_list<const char*> path, const std::string& what) {
   static const Json kEmpty = Json::array();
-  const Json* v = at(j, path);
+  const Json* v = json_at(j, path);
   if (!v || v->is_null()) return kEmpty;
   if (!v->is_array()) throw CniError(ErrorCode::Decoding, what + " is not a list");
   return *v;
@@ -56,8 +40,8 @@ class Resolver {
   Resolver(const Json& pod, DraApi& api)
       : pod_(pod),
         api_(api),
-        ns_(string_at(pod, {"metadata", "namespace"})),
-        node_(string_at(pod, {"spec", "nodeName"})) {}
+        ns_(json_string_at(pod, {"metadata", "namespace"})),
+        node_(json_string_at(pod, {"spec", "nodeName"})) {}
 
   DeviceTable run();
 
@@ -79,7 +63,7 @@ class Resolver {
 const Json& Resolver::results_of(const std::string& claim) {
   auto it = claims_.find(claim);
   if (it == claims_.end()) it = claims_.emplace(claim, api_.get_resource_claim(ns_, claim)).first;
-  const Json* results = at(it->second, {"status", "allocation", "devices", "results"});
+  const Json* results = json_at(it->second, {"status", "allocation", "devices", "results"});
   if (!results || !results->is_array())
     throw CniError(ErrorCode::DeviceUnavailable, claim_where(claim) + " has no device allocation");
   return *results;
@@ -90,14 +74,14 @@ void Resolver::index_slices(const std::string& driver) {
   const Json list = api_.list_resource_slices(node_, driver);
   const std::string what = "ResourceSlice list of driver " + q(driver);
   for (const Json& slice : list_at(list, {"items"}, what + " items")) {
-    if (string_at(slice, {"spec", "driver"}) != driver) continue;
-    const std::string pool = string_at(slice, {"spec", "pool", "name"});
+    if (json_string_at(slice, {"spec", "driver"}) != driver) continue;
+    const std::string pool = json_string_at(slice, {"spec", "pool", "name"});
     for (const Json& device : list_at(slice, {"spec", "devices"}, what + ": spec.devices")) {
-      const Json* attributes = at(device, {"attributes"});
+      const Json* attributes = json_at(device, {"attributes"});
       if (!attributes) continue;
-      SliceDevice d{string_at(*attributes, {kDraDeviceIdAttribute, "string"}),
-                    string_at(*attributes, {kDraResourceNameAttribute, "string"})};
-      if (!d.device_id.empty()) index[{pool, string_at(device, {"name"})}] = std::move(d);
+      SliceDevice d{json_string_at(*attributes, {kDraDeviceIdAttribute, "string"}),
+                    json_string_at(*attributes, {kDraResourceNameAttribute, "string"})};
+      if (!d.device_id.empty()) index[{pool, json_string_at(device, {"name"})}] = std::move(d);
     }
   }
 }
@@ -112,8 +96,8 @@ const SliceDevice* Resolver::find(const std::string& driver, const std::string& 
 void Resolver::add_claim(const std::string& claim, DeviceTable& out) {
   std::size_t added = 0;
   for (const Json& r : results_of(claim)) {
-    const std::string device = string_at(r, {"device"});
-    const SliceDevice* d = find(string_at(r, {"driver"}), string_at(r, {"pool"}), device);
+    const std::string device = json_string_at(r, {"device"});
+    const SliceDevice* d = find(json_string_at(r, {"driver"}), json_string_at(r, {"pool"}), device);
     if (!d) {
       util::log_warning(claim_where(claim), ": device ", q(device), " is in no ResourceSlice of its driver on node ",
                         q(node_), " or has no ", kDraDeviceIdAttribute, " attribute; skipped");
@@ -127,18 +111,18 @@ void Resolver::add_claim(const std::string& claim, DeviceTable& out) {
 }
 
 void Resolver::add_extended(const Json& status, DeviceTable& out) {
-  const std::string claim = string_at(status, {"resourceClaimName"});
+  const std::string claim = json_string_at(status, {"resourceClaimName"});
   if (claim.empty()) throw CniError(ErrorCode::Decoding, "the pod's extendedResourceClaimStatus names no claim");
   std::map<std::string, std::vector<const Json*>> by_request;
-  for (const Json& r : results_of(claim)) by_request[string_at(r, {"request"})].push_back(&r);
+  for (const Json& r : results_of(claim)) by_request[json_string_at(r, {"request"})].push_back(&r);
   for (const Json& m : list_at(status, {"requestMappings"}, "extendedResourceClaimStatus.requestMappings")) {
-    const std::string request = string_at(m, {"requestName"}), resource = string_at(m, {"resourceName"});
+    const std::string request = json_string_at(m, {"requestName"}), resource = json_string_at(m, {"resourceName"});
     auto found = by_request.find(request);
     if (found == by_request.end())
       throw CniError(ErrorCode::DeviceUnavailable, "request " + q(request) + " not found in " + claim_where(claim));
     for (const Json* r : found->second) {
-      const std::string device = string_at(*r, {"device"});
-      const SliceDevice* d = find(string_at(*r, {"driver"}), string_at(*r, {"pool"}), device);
+      const std::string device = json_string_at(*r, {"device"});
+      const SliceDevice* d = find(json_string_at(*r, {"driver"}), json_string_at(*r, {"pool"}), device);
       if (!d)
         throw CniError(ErrorCode::DeviceUnavailable, claim_where(claim) + ": device " + q(device) +
                                                          " is in no ResourceSlice of its driver on node " + q(node_));
@@ -157,9 +141,9 @@ void Resolver::add_extended(const Json& status, DeviceTable& out) {
 std::vector<std::string> claim_names(const Json& pod) {
   std::vector<std::string> names;
   auto add = [&](const Json& entry, const char* what) {
-    const Json* n = at(entry, {"resourceClaimName"});
+    const Json* n = json_at(entry, {"resourceClaimName"});
     if (!n || n->is_null()) {
-      util::log_verbose("pod ", what, " ", util::quote_bytes(string_at(entry, {"name"}), 64),
+      util::log_verbose("pod ", what, " ", util::quote_bytes(json_string_at(entry, {"name"}), 64),
                         " names no claim; skipped");
       return;
     }
@@ -171,14 +155,14 @@ std::vector<std::string> claim_names(const Json& pod) {
   for (const Json& s : list_at(pod, {"status", "resourceClaimStatuses"}, "pod status.resourceClaimStatuses"))
     add(s, "status.resourceClaimStatuses entry");
   for (const Json& s : list_at(pod, {"spec", "resourceClaims"}, "pod spec.resourceClaims"))
-    if (at(s, {"resourceClaimName"})) add(s, "spec.resourceClaims entry");
+    if (json_at(s, {"resourceClaimName"})) add(s, "spec.resourceClaims entry");
   return names;
 }
 
 DeviceTable Resolver::run() {
   DeviceTable out;
   for (const std::string& claim : claim_names(pod_)) add_claim(claim, out);
-  if (const Json* ext = at(pod_, {"status", "extendedResourceClaimStatus"}); ext && !ext->is_null())
+  if (const Json* ext = json_at(pod_, {"status", "extendedResourceClaimStatus"}); ext && !ext->is_null())
     add_extended(*ext, out);
   sort_device_table(out);
   return out;
@@ -188,7 +172,7 @@ DeviceTable Resolver::run() {
 
 bool pod_has_resource_claims(const Json& pod) {
   auto non_empty = [&](std::initializer_list<const char*> path) {
-    const Json* v = at(pod, path);
+    const Json* v = json_at(pod, path);
     return v && ((v->is_array() && !v->empty()) || v->is_object());
   };
   return non_empty({"status", "resourceClaimStatuses"}) || non_empty({"spec", "resourceClaims"}) ||

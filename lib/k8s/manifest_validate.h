@@ -56,20 +56,10 @@ inline void add(cni::Problems& out, std::string path, std::string message, bool 
   out.push_back(cni::Problem{std::move(path), std::move(message), warning});
 }
 
-inline const Json* find_path(const Json& root, std::initializer_list<const char*> keys) {
-  const Json* cur = &root;
-  for (const char* k : keys) {
-    if (!cur->is_object()) return nullptr;
-    auto it = cur->find(k);
-    if (it == cur->end()) return nullptr;
-    cur = &*it;
-  }
-  return cur;
-}
+inline const Json* find_path(const Json& root, std::initializer_list<const char*> keys) { return json_at(root, keys); }
 
 inline std::string string_at(const Json& root, std::initializer_list<const char*> keys) {
-  const Json* v = find_path(root, keys);
-  return v && v->is_string() ? v->get<std::string>() : std::string();
+  return json_string_at(root, keys);
 }
 
 }  // namespace manifest_detail

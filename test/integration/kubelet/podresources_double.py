@@ -43,19 +43,20 @@ directory). For a manual check of a client, `python3 podresources_double.py SOCK
 """
 import os
 import socket
-import subprocess
 import sys
 import threading
 from concurrent import futures
 
 import grpc
-from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
+from google.protobuf import json_format, message_factory
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
+for _path in (_HERE, os.path.dirname(_HERE)):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
 
 from call_log import CallLog  # noqa: E402 (after the path set-up)
+from harness.proto import compile_descriptor_set, message_pool  # noqa: E402
 from plain_socket import MODES as PLAIN_MODES, PlainSocketServer  # noqa: E402
 
 PROTO = os.path.normpath(os.path.join(_HERE, "..", "..", "..", "lib", "k8s", "podresources.proto"))
@@ -69,25 +70,14 @@ HANG_GUARD = 600.0  # seconds: a hung handler never outlives a test run
 
 def compile_proto(out_dir):
     """Compiles lib/k8s/podresources.proto into a descriptor set in out_dir; returns its path."""
-    out = os.path.join(out_dir, "podresources.desc")
-    proc = subprocess.run([sys.executable, "-m", "grpc_tools.protoc",
-                           "--proto_path=" + os.path.dirname(PROTO),
-                           "--descriptor_set_out=" + out, os.path.basename(PROTO)],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError("grpc_tools.protoc failed: " + proc.stdout + proc.stderr)
-    return out
+    return compile_descriptor_set(PROTO, out_dir, "podresources.desc")
 
 
 class Codec:
     """The v1 message classes built from a descriptor set; encodes and decodes List answers."""
 
     def __init__(self, descriptor_set):
-        with open(descriptor_set, "rb") as f:
-            files = descriptor_pb2.FileDescriptorSet.FromString(f.read()).file
-        pool = descriptor_pool.DescriptorPool()
-        for file_proto in files:
-            pool.Add(file_proto)
+        pool = message_pool(descriptor_set)
         self._pool = pool
         self._factory = message_factory.MessageFactory(pool)
         self.request = self.message_class("ListPodResourcesRequest")

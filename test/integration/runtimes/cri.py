@@ -14,11 +14,11 @@ metadata. StopPodSandbox DELs with the sandbox's netns; RemovePodSandbox DELs on
 one. Its sandbox ("pause") image comes from rootfs.oci_archive through `ctr images import`.
 """
 import os
-import subprocess
-import sys
 
 import grpc
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import message_factory
+
+from harness.proto import compile_descriptor_set, message_pool
 
 PROTO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cri.proto")
 CRI_NAMESPACE = "k8s.io"
@@ -54,25 +54,14 @@ def plugin_config(cni_conf_dir, cni_bin_dir, max_conf_num):
 
 def compile_proto(out_dir):
     """Compiles cri.proto into a descriptor set in out_dir; returns its path."""
-    out = os.path.join(out_dir, "cri.desc")
-    proc = subprocess.run([sys.executable, "-m", "grpc_tools.protoc",
-                           "--proto_path=" + os.path.dirname(PROTO),
-                           "--descriptor_set_out=" + out, os.path.basename(PROTO)],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError("grpc_tools.protoc failed: " + proc.stdout + proc.stderr)
-    return out
+    return compile_descriptor_set(PROTO, out_dir, "cri.desc")
 
 
 class CriClient:
     """Calls RuntimeService and ImageService methods by name with keyword fields."""
 
     def __init__(self, socket_path, descriptor_set):
-        with open(descriptor_set, "rb") as f:
-            files = descriptor_pb2.FileDescriptorSet.FromString(f.read()).file
-        pool = descriptor_pool.DescriptorPool()
-        for file_proto in files:
-            pool.Add(file_proto)
+        pool = message_pool(descriptor_set)
         factory = message_factory.MessageFactory(pool)
         self._pool = pool
         self._factory = factory
