@@ -77,8 +77,8 @@ NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 NETWORK_STATUS_ANNOTATION = "k8s.v1.cni.cncf.io/network-status"
 MB = 1000 * 1000
 
-# The budgets of design.md §8 (issue 17, "performance round two"). They are targets: a FAIL
-# printed here is where the work stands, never a failed run.
+# The project's performance budgets (the README's performance summary lists them). They are
+# targets: a FAIL printed here is where the work stands, never a failed run.
 BUDGET_OWN_ADD_MS = 1.0
 BUDGET_VERSION_MS = 2.0
 BUDGET_RSS_BYTES = 5 * MB
