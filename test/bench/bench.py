@@ -1152,8 +1152,8 @@ def budgets(rows, binary_size, args, hotplug=None):
         if r is None:
             continue
         api = r["api_fresh_ms"]["median"]
-        line("own overhead per ADD with Kubernetes, %d NAD(s) (median; limit 2 ms + %.2f ms fresh-process API "
-             "floor)" % (k, api),
+        line("own overhead per ADD with Kubernetes, %d NAD(s) (median; limit %.1f ms + %.2f ms fresh-process API "
+             "floor)" % (k, BUDGET_OWN_ADD_MS, api),
              r["overhead_ms"]["median"], BUDGET_OWN_ADD_MS + api, "ms")
     peak = max((r["rss_peak_bytes"] for r in rows if "rss_peak_bytes" in r and "reference" not in r["note"]),
                default=None)
