@@ -16,10 +16,10 @@ from devices_case import (DECODING, DEVICE_UNAVAILABLE, PCI, RESOURCE,  # noqa: 
                           DevicesTestCase)
 from harness import main  # noqa: E402
 
-# Seconds an ADD may take when the kubelet never answers and kubeletTimeout is 1: the timeout, plus
-# manifold's start and its API reads, with a wide margin for a loaded machine. The default
-# timeout (10 s) must not be what ended the call.
-HUNG_BOUND = 8.0
+# A kubelet that never answers is ended by the deadline of kubeletTimeout (1 s here): manifold's own
+# ("no complete answer within the deadline"), or the gRPC server's, which enforces the grpc-timeout
+# manifold sends ("Deadline Exceeded", status 4). No test bounds a wall time.
+DEADLINE_WORDS = ("no complete answer within the deadline", "Deadline Exceeded")
 
 
 class BadKubeletTest(DevicesTestCase):
@@ -45,10 +45,15 @@ class BadKubeletTest(DevicesTestCase):
         self.assertNotIn("reading its device checkpoint instead", self.log_text())
         return run
 
+    def assertEndedByDeadline(self, run):
+        """The error names one of the two deadlines."""
+        text = run.error.get("msg", "") if run.error else ""
+        self.assertTrue(any(w in text for w in DEADLINE_WORDS), run.describe())
+
     def test_hang_is_bounded_by_kubelet_timeout(self):
         run = self.assertKubeletError(DEVICE_UNAVAILABLE, "hang")
         self.assertGreaterEqual(run.elapsed, 1.0, "did not wait for the kubelet")
-        self.assertLess(run.elapsed, HUNG_BOUND, run.describe())
+        self.assertEndedByDeadline(run)
         calls = self.list_calls()
         self.assertEqual(len(calls), 1)
         self.assertIsNotNone(calls[0]["deadline"], "no grpc-timeout sent")
@@ -58,7 +63,7 @@ class BadKubeletTest(DevicesTestCase):
         # Accepts the connection, never reads or writes: connecting and the HTTP/2 handshake count.
         run = self.assertKubeletError(DEVICE_UNAVAILABLE, "silent")
         self.assertGreaterEqual(run.elapsed, 1.0, "did not wait for the kubelet")
-        self.assertLess(run.elapsed, HUNG_BOUND, run.describe())
+        self.assertErrorMentions(run, DEADLINE_WORDS[0])  # no gRPC server: manifold's own deadline
         self.assertGreaterEqual(len(self.kubelet.connections()), 1)
 
     def test_reset(self):
