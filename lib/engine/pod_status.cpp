@@ -10,6 +10,7 @@
 #include "cni/result_codec.h"
 #include "cni/delegate_config.h"
 #include "k8s/api_client.h"
+#include "k8s/device_info.h"
 #include "k8s/isolation.h"
 #include "k8s/pod_object.h"
 #include "util/error.h"
@@ -28,7 +29,7 @@ cni::Result result_of(const store::AttachmentRecord& a) {
 Json read_device_info(util::FileReader& files, const std::string& path) {
   if (path.empty()) return Json();
   try {
-    Json j = Json::parse(files.read(path, 64 * 1024), nullptr, false);
+    Json j = Json::parse(files.read(path, k8s::kMaxDeviceInfoBytes), nullptr, false);
     return j.is_discarded() ? Json() : j;
   } catch (const util::IoError&) {
     return Json();

@@ -40,19 +40,15 @@ bool rbac_grants(const Json& rule, const std::string& group, const std::string& 
 std::string rbac_excess(const Json& rule) {
   std::string extra;
   auto note = [&](const char* what) { extra += (extra.empty() ? "" : ", ") + std::string(what); };
-  if (rbac_grants(rule, "", "pods", "patch")) note("patch on pods");
-  for (const char* verb : {"create", "update", "patch", "delete", "deletecollection"})
-    if (rbac_grants(rule, kNadGroup, kNads, verb)) {
-      note("write access to network-attachment-definitions");
-      break;
-    }
-  if (rbac_grants(rule, "", "secrets", "")) note("access to secrets");
-  for (const char* resource : {"resourceclaims", "resourceslices"})
+  auto writes = [&](const char* group, const char* resource) {
     for (const char* verb : {"create", "update", "patch", "delete", "deletecollection"})
-      if (rbac_grants(rule, kDraGroup, resource, verb)) {
-        note("write access to DRA objects");
-        return extra;
-      }
+      if (rbac_grants(rule, group, resource, verb)) return true;
+    return false;
+  };
+  if (rbac_grants(rule, "", "pods", "patch")) note("patch on pods");
+  if (writes(kNadGroup, kNads)) note("write access to network-attachment-definitions");
+  if (rbac_grants(rule, "", "secrets", "")) note("access to secrets");
+  if (writes(kDraGroup, "resourceclaims") || writes(kDraGroup, "resourceslices")) note("write access to DRA objects");
   return extra;
 }
 
