@@ -55,6 +55,10 @@ Json KubeAccess::get_nad(const std::string& ns, const std::string& name) {
   return call([&](k8s::ApiClient& c) { return c.get_nad(ns, name); });
 }
 
+std::vector<k8s::ApiOutcome> KubeAccess::get_nads(const std::vector<k8s::ObjectKey>& keys) {
+  return call([&](k8s::ApiClient& c) { return c.get_nads(keys); });
+}
+
 Json KubeAccess::get_resource_claim(const std::string& ns, const std::string& name) {
   return call([&](k8s::ApiClient& c) { return c.get_resource_claim(ns, name); });
 }
@@ -74,6 +78,16 @@ void KubeAccess::create_event(const std::string& ns, const Json& event) {
         return 0;
       },
       1);
+}
+
+std::vector<k8s::ApiOutcome> KubeAccess::create_events(const std::string& ns, const std::vector<Json>& events) {
+  return call([&](k8s::ApiClient& c) { return c.create_events(ns, events); });
+}
+
+std::vector<k8s::ApiOutcome> KubeAccess::update_pod_status_with_events(const std::string& ns, const std::string& name,
+                                                                       const Json& pod,
+                                                                       const std::vector<Json>& events) {
+  return call([&](k8s::ApiClient& c) { return c.update_pod_status_with_events(ns, name, pod, events); });
 }
 
 }  // namespace manifold::engine

@@ -1,6 +1,6 @@
 // Kubernetes access for one CNI invocation. It finds credentials (kubeconfig, else in-cluster,
 // else none) without touching the network or OpenSSL, opens one HTTPS connection on the first
-// request and reuses it for every call, bounds each request, each call (with its retries) and the
+// request and reuses it for every call (batches of calls are pipelined on it), bounds each request, each call (with its retries) and the
 // time all calls of the invocation spend on the API together (`apiTimeouts.total`; the time the
 // delegates run between the lookups and the status write does not count against it), and counts
 // requests so tests and benchmarks can assert "2 + k".
@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cni/netconf.h"
 #include "k8s/api_client.h"
@@ -36,6 +37,9 @@ class KubeAccess {
   Json get_pod(const std::string& ns, const std::string& name);
   /// GET a NetworkAttachmentDefinition.
   Json get_nad(const std::string& ns, const std::string& name);
+  /// GET every NetworkAttachmentDefinition of `keys` in one batch (one round trip): one outcome per
+  /// key, in order, holding the object or the error get_nad would have thrown.
+  std::vector<k8s::ApiOutcome> get_nads(const std::vector<k8s::ObjectKey>& keys);
   /// GET a DRA ResourceClaim.
   Json get_resource_claim(const std::string& ns, const std::string& name);
   /// LIST the DRA ResourceSlices of `driver` on `node`.
@@ -44,6 +48,12 @@ class KubeAccess {
   Json update_pod_status(const std::string& ns, const std::string& name, const Json& pod);
   /// POST an Event: one attempt, no retry (an Event is best effort and must not delay the ADD).
   void create_event(const std::string& ns, const Json& event);
+  /// POST Events in one batch, one attempt each: one outcome per event.
+  std::vector<k8s::ApiOutcome> create_events(const std::string& ns, const std::vector<Json>& events);
+  /// PUT pods/status with `events` POSTed behind it in the same batch (one attempt each): the PUT's
+  /// outcome first, then one per event.
+  std::vector<k8s::ApiOutcome> update_pod_status_with_events(const std::string& ns, const std::string& name,
+                                                             const Json& pod, const std::vector<Json>& events);
   /// HTTP requests made so far (retries included).
   int requests_made() const { return requests_; }
   /// Time spent in API calls so far (what `apiTimeouts.total` bounds).

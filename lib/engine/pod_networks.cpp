@@ -1,5 +1,6 @@
-// Implementation of Kubernetes attachment resolution: pod check, NAD fetch and conversion, the
-// default-network override, defaultNetworks, the networks annotation and namespace isolation.
+// Implementation of Kubernetes attachment resolution: pod check, NAD fetch (every NAD the pod names
+// in one batch, one round trip) and conversion, the default-network override, defaultNetworks, the
+// networks annotation and namespace isolation.
 #include "engine/pod_networks.h"
 
 #include <map>
@@ -11,6 +12,7 @@
 #include "k8s/nad_config.h"
 #include "k8s/pod_object.h"
 #include "k8s/selection.h"
+#include "engine/nad_resolver.h"
 #include "engine/pod_status.h"
 #include "util/log.h"
 
@@ -21,48 +23,6 @@ namespace {
 using cni::CniError;
 using cni::ErrorCode;
 
-/// Fetches NADs once each and turns them into delegate configs.
-class NadResolver {
- public:
-  NadResolver(KubeAccess& kube, const cni::MetaConfig& config) : kube_(kube), config_(config) {}
-
-  /// The NAD `ns/name` (owned by this resolver, fetched once): null when it does not exist (only
-  /// when `allow_missing`).
-  const Json* fetch(const std::string& ns, const std::string& name, bool allow_missing) {
-    std::string key = ns + "/" + name;
-    auto it = cache_.find(key);
-    if (it == cache_.end()) {
-      try {
-        it = cache_.emplace(key, kube_.get_nad(ns, name)).first;
-      } catch (const k8s::ApiError& e) {
-        if (!e.not_found()) throw;
-        if (allow_missing) return nullptr;
-        throw CniError(ErrorCode::NetworkNotFound, "cannot find a network-attachment-definition (" + name +
-                                                       ") in namespace (" + ns + "): network-attachment-definition " +
-                                                       ns + "/" + name + " does not exist");
-      }
-    }
-    return &it->second;
-  }
-
-  /// The delegate config of a fetched NAD (an empty spec is looked up in confDir by NAD name).
-  Json delegate_of(const Json& nad, const std::string& ns, const std::string& name) {
-    auto conf = k8s::nad_delegate_config(nad);
-    if (conf) return std::move(*conf);
-    auto file = cni::find_network_by_name(config_.conf_dir, name);
-    if (!file)
-      throw CniError(ErrorCode::NetworkNotFound, "network-attachment-definition " + ns + "/" + name +
-                                                     " has no spec.config and no network named \"" + name +
-                                                     "\" exists in " + config_.conf_dir);
-    return file->config;
-  }
-
- private:
-  KubeAccess& kube_;
-  const cni::MetaConfig& config_;
-  std::map<std::string, Json> cache_;
-};
-
 // A clusterNetwork/defaultNetworks value: a NAD in multusNamespace when it has no '/', else (or when
 // there is no such NAD) a config file, directory or name in confDir.
 Attachment resolve_named_network(const std::string& value, bool cluster, const cni::MetaConfig& config,
@@ -70,8 +30,8 @@ Attachment resolve_named_network(const std::string& value, bool cluster, const c
   Attachment a;
   a.cluster_network = cluster;
   a.runtime_config = runtime_config_for(config, cluster);
-  if (value.find('/') == std::string::npos) {
-    if (auto nad = nads.fetch(config.multus_namespace, value, true)) {
+  if (auto key = named_nad(config, value)) {
+    if (auto nad = nads.fetch(key->ns, key->name, true)) {
       a.delegate = nads.delegate_of(*nad, config.multus_namespace, value);
       a.name = config.multus_namespace + "/" + value;
       a.from_nad = true;
@@ -146,6 +106,46 @@ Attachment nad_attachment(const cni::MetaConfig& config, const cni::Invocation& 
   return a;
 }
 
+// Every NAD an ADD of `pod` reads, so that all are fetched in one round trip before resolution asks
+// for them one by one. Whatever cannot be parsed is left for the resolution to report, and nothing
+// outside the namespaces isolation allows is named; in strict mode a violation names nothing at all
+// (the ADD fails without reading a NAD).
+std::vector<k8s::ObjectKey> nads_of_pod(const cni::MetaConfig& config, const cni::PodRef& ref, const Json& pod,
+                                        const k8s::NamespacePolicy& policy, bool strict) {
+  std::vector<k8s::ObjectKey> keys;
+  bool violation = false;
+  auto allowed = [&](const std::string& ns) {
+    try {
+      k8s::check_isolation(policy, ref.namespace_, ns);
+      return true;
+    } catch (const CniError&) {
+      violation = true;
+      return false;
+    }
+  };
+  auto named = [&](const std::string& value) {
+    if (auto key = named_nad(config, value)) keys.push_back(*key);
+  };
+  try {
+    std::string override_value = pod_annotation(pod, std::string(k8s::kDefaultNetworkAnnotation));
+    if (!override_value.empty()) {
+      auto e = k8s::parse_default_network_annotation(override_value, config.multus_namespace);
+      if (e.namespace_ == config.multus_namespace || allowed(e.namespace_)) keys.push_back({e.namespace_, e.name});
+    } else if (!config.cluster_network.empty()) {
+      named(config.cluster_network);
+    }
+  } catch (const CniError&) {}
+  if (!k8s::is_system_namespace(policy, ref.namespace_))
+    for (const auto& name : config.default_networks) named(name);
+  try {
+    for (const auto& e :
+         k8s::parse_networks_annotation(pod_annotation(pod, std::string(k8s::kNetworksAnnotation)), ref.namespace_))
+      if (allowed(e.namespace_)) keys.push_back({e.namespace_, e.name});
+  } catch (const CniError&) {}
+  if (strict && violation) return {};
+  return keys;
+}
+
 }  // namespace
 
 std::string pod_annotation(const Json& pod, const std::string& key) { return k8s::pod_annotation_value(pod, key); }
@@ -178,6 +178,7 @@ std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, c
   auto ref = cni::pod_ref_from(inv.args);
   auto policy = k8s::namespace_policy_from_config(config);
   NadResolver nads(kube, config);
+  nads.prefetch(nads_of_pod(config, ref, pod, policy, mode == Resolution::Strict));
   std::vector<Attachment> out;
   std::vector<bool> skipped;
 
@@ -305,6 +306,12 @@ std::vector<Attachment> resolve_configured_attachments(const cni::MetaConfig& co
                                                        KubeAccess& kube) {
   if (!kube.configured()) return resolve_static_attachments(config, inv);
   NadResolver nads(kube, config);
+  std::vector<k8s::ObjectKey> keys;
+  if (auto key = named_nad(config, config.cluster_network); key && !config.cluster_network.empty())
+    keys.push_back(*key);
+  for (const auto& name : config.default_networks)
+    if (auto key = named_nad(config, name)) keys.push_back(*key);
+  nads.prefetch(keys);
   std::vector<Attachment> out;
   if (!config.cluster_network.empty()) {
     out.push_back(resolve_named_network(config.cluster_network, true, config, nads));

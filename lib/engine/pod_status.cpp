@@ -41,6 +41,49 @@ std::string string_at(const Json& j, const char* a, const char* b) {
   return j[a][b].get<std::string>();
 }
 
+// One AddedInterface event per attachment, named apart.
+std::vector<Json> added_events(const cni::PodRef& ref, const Json& pod, const store::ContainerRecord& record,
+                               const std::vector<cni::Result>& results) {
+  if (results.size() != record.attachments.size())
+    throw cni::CniError(cni::ErrorCode::Internal, "added_events: " + std::to_string(results.size()) +
+                                                      " result(s) for " + std::to_string(record.attachments.size()) +
+                                                      " attachment(s)");
+  // Everything but the name and the message is the same in every event: built once.
+  const Json ev = pod_event(ref, pod, "AddedInterface", "Normal");
+  std::vector<Json> out;
+  for (std::size_t n = 0; n < record.attachments.size(); ++n) {
+    const auto& a = record.attachments[n];
+    std::string ips;
+    for (const auto& ip : results[n].ips) ips += (ips.empty() ? "" : " ") + ip.address;
+    out.push_back(ev);
+    out.back()["metadata"]["name"] = event_name(ref, n);
+    out.back()["message"] = "Add " + a.ifname + " [" + ips + "] from " + a.name;
+  }
+  return out;
+}
+
+// Logs the failed events of a batch (outcomes from `first` on belong to `events`): one warning for all.
+void report_event_failures(const std::vector<k8s::ApiOutcome>& outcomes, std::size_t first,
+                           const std::vector<Json>& events) {
+  std::size_t failed = 0;
+  std::string first_error;
+  for (std::size_t i = first; i < outcomes.size(); ++i) {
+    if (!outcomes[i].error) continue;
+    if (failed++ == 0) {
+      try {
+        std::rethrow_exception(outcomes[i].error);
+      } catch (const cni::CniError& e) {
+        first_error = e.msg();
+      } catch (const std::exception& e) {
+        first_error = e.what();
+      }
+    }
+  }
+  if (failed == 0) return;
+  util::log_warning("could not send ", failed, " of ", events.size(), " event(s) (",
+                    json_string_at(events.at(0), {"reason"}), "): ", first_error);
+}
+
 }  // namespace
 
 std::vector<k8s::StatusInput> status_inputs(const store::ContainerRecord& record, util::FileReader& files) {
@@ -78,7 +121,8 @@ std::vector<k8s::StatusInput> status_inputs(const store::ContainerRecord& record
   return out;
 }
 
-void write_network_status(KubeAccess& kube, const cni::PodRef& ref, Json pod, const std::string& value) {
+void write_network_status(KubeAccess& kube, const cni::PodRef& ref, Json pod, const std::string& value,
+                          const std::vector<Json>& events) {
   for (int attempt = 0;; ++attempt) {
     if (!pod.contains("metadata") || !pod["metadata"].is_object())
       throw cni::CniError(cni::ErrorCode::Kubernetes, "pod " + ref.namespace_ + "/" + ref.name + " has no metadata");
@@ -86,7 +130,14 @@ void write_network_status(KubeAccess& kube, const cni::PodRef& ref, Json pod, co
     if (!meta.contains("annotations") || !meta["annotations"].is_object()) meta["annotations"] = Json::object();
     meta["annotations"][k8s::kNetworkStatusAnnotation] = value;
     try {
-      kube.update_pod_status(ref.namespace_, ref.name, pod);
+      if (attempt == 0 && !events.empty()) {
+        // The events ride behind the first PUT, in its round trip.
+        auto outcomes = kube.update_pod_status_with_events(ref.namespace_, ref.name, pod, events);
+        report_event_failures(outcomes, 1, events);
+        std::move(outcomes.front()).take();
+      } else {
+        kube.update_pod_status(ref.namespace_, ref.name, pod);
+      }
       return;
     } catch (const k8s::ApiError& e) {
       if (!e.conflict() || attempt + 1 >= kStatusConflictRetries)
@@ -175,28 +226,12 @@ void send_warning_event(KubeAccess& kube, const cni::PodRef& ref, const Json& po
 
 void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod, const store::ContainerRecord& record,
                        const std::vector<cni::Result>& results) {
-  if (results.size() != record.attachments.size())
-    throw cni::CniError(cni::ErrorCode::Internal, "send_added_events: " + std::to_string(results.size()) +
-                                                      " result(s) for " + std::to_string(record.attachments.size()) +
-                                                      " attachment(s)");
-  // Everything but the name and the message is the same in every event: built once.
-  Json ev = pod_event(ref, pod, "AddedInterface", "Normal");
-  Json& name = ev["metadata"]["name"];
-  Json& message = ev["message"];
-  std::size_t n = 0;
-  for (const auto& a : record.attachments) {
-    std::string ips;
-    for (const auto& ip : results[n].ips) ips += (ips.empty() ? "" : " ") + ip.address;
-    name = event_name(ref, n++);
-    message = "Add " + a.ifname + " [" + ips + "] from " + a.name;
-    try {
-      kube.create_event(ref.namespace_, ev);
-    } catch (const cni::CniError& e) {
-      // Best effort: one failure means the others would most likely fail (and wait) too.
-      util::log_warning("could not send the AddedInterface event for ", a.ifname, " (", e.msg(),
-                        "); not sending the remaining ", record.attachments.size() - n, " event(s)");
-      return;
-    }
+  std::vector<Json> events = added_events(ref, pod, record, results);
+  if (events.empty()) return;
+  try {
+    report_event_failures(kube.create_events(ref.namespace_, events), 0, events);
+  } catch (const cni::CniError& e) {
+    util::log_warning("could not send the AddedInterface events (", e.msg(), ")");
   }
 }
 
@@ -205,9 +240,12 @@ void publish_status(KubeAccess& kube, util::FileReader& files, const cni::MetaCo
                     const std::vector<cni::Result>& results) {
   auto ref = cni::pod_ref_from(inv.args);
   auto policy = k8s::namespace_policy_from_config(config);
-  if (!k8s::is_system_namespace(policy, ref.namespace_))
-    write_network_status(kube, ref, pod, k8s::render_network_status(status_inputs(record, results, files)));
-  send_added_events(kube, ref, pod, record, results);
+  if (k8s::is_system_namespace(policy, ref.namespace_)) {
+    send_added_events(kube, ref, pod, record, results);
+    return;
+  }
+  write_network_status(kube, ref, pod, k8s::render_network_status(status_inputs(record, results, files)),
+                       added_events(ref, pod, record, results));
 }
 
 }  // namespace manifold::engine

@@ -1,8 +1,9 @@
 // What manifold writes back to Kubernetes after an ADD: the k8s.v1.cni.cncf.io/network-status
 // annotation (one entry per attachment, Multus's exact format, via PUT pods/status reusing the
 // pod's resourceVersion and re-GET + retry only on 409) and one AddedInterface Event per
-// attachment (best effort: an Event never fails the ADD, is not retried, and the first failure
-// stops the rest).
+// attachment. The events are pipelined behind the status PUT, in its round trip (alone in a batch
+// when no status is written): best effort, sent once each, never retried and never failing the ADD;
+// failures are logged in one warning.
 #pragma once
 
 #include <vector>
@@ -35,10 +36,12 @@ void publish_status(KubeAccess& kube, util::FileReader& files, const cni::MetaCo
                     const std::vector<cni::Result>& results);
 
 /// Writes the network-status annotation. `pod` is the pod as fetched at the start of the ADD.
-void write_network_status(KubeAccess& kube, const cni::PodRef& ref, Json pod, const std::string& value);
+/// `events` are POSTed behind the first PUT in the same batch (once each; failures only logged).
+void write_network_status(KubeAccess& kube, const cni::PodRef& ref, Json pod, const std::string& value,
+                          const std::vector<Json>& events = {});
 
-/// Sends one AddedInterface Event per attachment, one attempt each; the first failure is logged and
-/// ends the sending (Events are best effort and never fail or delay the ADD).
+/// Sends one AddedInterface Event per attachment, all in one batch, one attempt each; failures are
+/// logged (Events are best effort and never fail or delay the ADD).
 void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod, const store::ContainerRecord& record);
 
 /// An Event about the pod with `reason` and `type` ("Normal", "Warning"), its name and message empty.

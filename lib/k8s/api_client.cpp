@@ -1,6 +1,6 @@
 // Kubernetes API client: path building with DNS-1123 validation, request headers and bearer token,
-// the retry loop over HttpTransport driven by RetryBudget, Status parsing, and error messages that
-// name the object and never contain the token.
+// Status parsing, and error messages that name the object and never contain the token. The retry
+// loop that runs every call, alone or in a batch, is in api_batch.cpp.
 #include "k8s/api_client.h"
 
 #include <functional>
@@ -16,17 +16,9 @@ namespace {
 
 constexpr std::size_t kMaxTokenFileBytes = 64 * 1024;
 constexpr std::size_t kMaxServerMessage = 1024;
-/// Deepest nesting accepted in an answer (pods, managedFields included, nest about 20 levels).
-constexpr int kMaxAnswerDepth = 256;
 
 /// Quotes untrusted text for a message: printable ASCII kept, everything else escaped, truncated.
 std::string quote(std::string_view text) { return util::quote_bytes(text, 80); }
-
-std::string format_seconds(milliseconds d) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(1) << static_cast<double>(d.count()) / 1000.0 << "s";
-  return os.str();
-}
 
 std::string trim(std::string_view s) {
   const char* ws = " \t\r\n";
@@ -39,19 +31,6 @@ std::string trim(std::string_view s) {
 std::string user_agent() { return std::string("manifold/") + MANIFOLD_VERSION; }
 
 }  // namespace
-
-/// A validated API object location, with its human description for messages.
-struct ApiClient::Target {
-  std::string resource;  ///< "pods", "network-attachment-definitions", "events"
-  std::string ns;
-  std::string name;  ///< may be empty (event creation)
-  std::string path;  ///< without the server's base path
-
-  std::string describe() const {
-    std::string what = resource + (name.empty() ? std::string() : " \"" + name + "\"");
-    return what + (ns.empty() ? " in every namespace" : " in namespace \"" + ns + "\"");
-  }
-};
 
 ApiClient::ApiClient(HttpTransport& transport, ClusterAuth auth, RetryPolicy policy, util::Sleeper& sleeper,
                      util::Clock& clock)
@@ -93,46 +72,101 @@ void require_name(const std::string& what, const std::string& name) {
 
 }  // namespace
 
-Json ApiClient::get_pod(const std::string& ns, const std::string& name) {
-  require_namespace(ns);
-  require_name("pod", name);
-  Target t{"pods", ns, name, "/api/v1/namespaces/" + ns + "/pods/" + name};
-  return call_for_object("GET", t, {}, "Pod");
+namespace {
+
+ApiClient::Call nad_call(const ObjectKey& key) {
+  require_namespace(key.ns);
+  require_name("NetworkAttachmentDefinition", key.name);
+  return {"network-attachment-definitions",
+          key.ns,
+          key.name,
+          "/apis/k8s.cni.cncf.io/v1/namespaces/" + key.ns + "/network-attachment-definitions/" + key.name,
+          "GET",
+          {},
+          "NetworkAttachmentDefinition",
+          true};
 }
 
-Json ApiClient::get_nad(const std::string& ns, const std::string& name) {
-  require_namespace(ns);
-  require_name("NetworkAttachmentDefinition", name);
-  Target t{"network-attachment-definitions", ns, name,
-           "/apis/k8s.cni.cncf.io/v1/namespaces/" + ns + "/network-attachment-definitions/" + name};
-  return call_for_object("GET", t, {}, "NetworkAttachmentDefinition");
-}
-
-Json ApiClient::update_pod_status(const std::string& ns, const std::string& name, const Json& pod) {
+ApiClient::Call status_call(const std::string& ns, const std::string& name, const Json& pod) {
   require_namespace(ns);
   require_name("pod", name);
   if (!pod.is_object())
     throw cni::CniError(cni::ErrorCode::Internal, "update_pod_status: the pod to write is not a JSON object");
-  Target t{"pods", ns, name, "/api/v1/namespaces/" + ns + "/pods/" + name + "/status"};
   std::string body;
   try {
     body = pod.dump();
   } catch (const Json::exception& e) {
     throw cni::CniError(cni::ErrorCode::Decoding, "cannot serialise pod \"" + name + "\": " + e.what());
   }
-  return call_for_object("PUT", t, std::move(body), "Pod");
+  return {"pods",          ns,    name, "/api/v1/namespaces/" + ns + "/pods/" + name + "/status", "PUT",
+          std::move(body), "Pod", true};
 }
 
-void ApiClient::create_event(const std::string& ns, const Json& event) {
+ApiClient::Call event_call(const std::string& ns, const Json& event) {
   require_namespace(ns);
   if (!event.is_object()) throw cni::CniError(cni::ErrorCode::Internal, "create_event: the event is not a JSON object");
   std::string name;
   if (auto meta = event.find("metadata"); meta != event.end() && meta->is_object()) {
     if (auto n = meta->find("name"); n != meta->end() && n->is_string()) name = n->get<std::string>();
   }
-  Target t{"events", ns, name, "/api/v1/namespaces/" + ns + "/events"};
-  HttpRequest request{"POST", base_path_ + t.path, {}, event.dump(-1, ' ', false, Json::error_handler_t::replace)};
-  execute(std::move(request), t);
+  return {"events", ns,
+          name,     "/api/v1/namespaces/" + ns + "/events",
+          "POST",   event.dump(-1, ' ', false, Json::error_handler_t::replace),
+          {},       false};
+}
+
+}  // namespace
+
+Json ApiClient::get_pod(const std::string& ns, const std::string& name) {
+  require_namespace(ns);
+  require_name("pod", name);
+  return call_for_object({"pods", ns, name, "/api/v1/namespaces/" + ns + "/pods/" + name, "GET", {}, "Pod", true});
+}
+
+Json ApiClient::get_nad(const std::string& ns, const std::string& name) {
+  return call_for_object(nad_call({ns, name}));
+}
+
+Json ApiClient::update_pod_status(const std::string& ns, const std::string& name, const Json& pod) {
+  return call_for_object(status_call(ns, name, pod));
+}
+
+void ApiClient::create_event(const std::string& ns, const Json& event) {
+  std::vector<Call> calls;
+  calls.push_back(event_call(ns, event));
+  std::move(run(std::move(calls)).front()).take();
+}
+
+std::vector<ApiOutcome> ApiClient::get_nads(const std::vector<ObjectKey>& keys) {
+  // A key that is not a valid name fails alone, as get_nad would; the others are still fetched.
+  std::vector<ApiOutcome> out(keys.size());
+  std::vector<Call> calls;
+  std::vector<std::size_t> sent;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    try {
+      calls.push_back(nad_call(keys[i]));
+      sent.push_back(i);
+    } catch (const cni::CniError& e) {
+      out[i].error = std::make_exception_ptr(e);
+    }
+  }
+  std::vector<ApiOutcome> answers = run(std::move(calls));
+  for (std::size_t k = 0; k < sent.size(); ++k) out[sent[k]] = std::move(answers[k]);
+  return out;
+}
+
+std::vector<ApiOutcome> ApiClient::create_events(const std::string& ns, const std::vector<Json>& events) {
+  std::vector<Call> calls;
+  for (const auto& event : events) calls.push_back(event_call(ns, event));
+  return run(std::move(calls));
+}
+
+std::vector<ApiOutcome> ApiClient::update_pod_status_with_events(const std::string& ns, const std::string& name,
+                                                                 const Json& pod, const std::vector<Json>& events) {
+  std::vector<Call> calls;
+  calls.push_back(status_call(ns, name, pod));
+  for (const auto& event : events) calls.push_back(event_call(ns, event));
+  return run(std::move(calls));
 }
 
 namespace {
@@ -150,8 +184,14 @@ std::string node_selector(const std::string& node) {
 Json ApiClient::get_resource_claim(const std::string& ns, const std::string& name) {
   require_namespace(ns);
   require_name("ResourceClaim", name);
-  Target t{"resourceclaims", ns, name, "/apis/resource.k8s.io/v1/namespaces/" + ns + "/resourceclaims/" + name};
-  return call_for_object("GET", t, {}, "ResourceClaim");
+  return call_for_object({"resourceclaims",
+                          ns,
+                          name,
+                          "/apis/resource.k8s.io/v1/namespaces/" + ns + "/resourceclaims/" + name,
+                          "GET",
+                          {},
+                          "ResourceClaim",
+                          true});
 }
 
 Json ApiClient::list_resource_slices(const std::string& node, const std::string& driver) {
@@ -161,8 +201,15 @@ Json ApiClient::list_resource_slices(const std::string& node, const std::string&
     require_name("node", node);
     selector = "spec.nodeName=" + node + "," + selector;
   }
-  Target t{"resourceslices", "", "", "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=" + query_value(selector)};
-  Json list = call_for_object("GET", t, {}, "ResourceSliceList");
+  Call t{"resourceslices",
+         "",
+         "",
+         "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=" + query_value(selector),
+         "GET",
+         {},
+         "ResourceSliceList",
+         true};
+  Json list = call_for_object(t);
   if (!list.contains("items") || !list["items"].is_array())
     throw cni::CniError(cni::ErrorCode::Decoding,
                         "Kubernetes API answer to GET " + t.describe() + " has no items list");
@@ -170,8 +217,8 @@ Json ApiClient::list_resource_slices(const std::string& node, const std::string&
 }
 
 Json ApiClient::list_node_pods(const std::string& node) {
-  Target t{"pods", "", "", "/api/v1/pods?" + node_selector(node)};
-  Json list = call_for_object("GET", t, {}, "PodList");
+  Call t{"pods", "", "", "/api/v1/pods?" + node_selector(node), "GET", {}, "PodList", true};
+  Json list = call_for_object(t);
   if (!list.contains("items") || !list["items"].is_array())
     throw cni::CniError(cni::ErrorCode::Decoding,
                         "Kubernetes API answer to GET " + t.describe() + " has no items list");
@@ -184,7 +231,7 @@ StreamEnd ApiClient::watch_node_pods(const std::string& node, const std::string&
   std::string path = "/api/v1/pods?" + node_selector(node) +
                      "&watch=1&allowWatchBookmarks=true&timeoutSeconds=" + std::to_string(timeout_seconds);
   if (!resource_version.empty()) path += "&resourceVersion=" + query_value(resource_version);
-  Target t{"pods", "", "", path};
+  Call t{"pods", "", "", path, "WATCH", {}, {}, false};
   HttpRequest request{"GET", base_path_ + path, {}, {}};
   add_headers(request);
   ++requests_;
@@ -194,35 +241,14 @@ StreamEnd ApiClient::watch_node_pods(const std::string& node, const std::string&
   } catch (const TransportError& e) {
     throw ApiError(0, "", "", "Kubernetes API WATCH " + t.describe() + " failed: " + e.msg());
   }
-  if (result.head.status < 200 || result.head.status >= 300) throw error_for_response("WATCH", t, result.head);
+  if (result.head.status < 200 || result.head.status >= 300) throw error_for_response(t, result.head);
   return result.end;
 }
 
-Json ApiClient::call_for_object(const std::string& method, const Target& target, std::string body,
-                                std::string_view kind) {
-  HttpRequest request{method, base_path_ + target.path, {}, std::move(body)};
-  HttpResponse response = execute(std::move(request), target);
-  const std::string what = "Kubernetes API answer to " + method + " " + target.describe();
-  Json j;
-  try {
-    // Bounded nesting: the pod is printed again for PUT, and printing recurses.
-    j = Json::parse(response.body, [&what](int depth, Json::parse_event_t, Json&) {
-      if (depth > kMaxAnswerDepth)
-        throw cni::CniError(cni::ErrorCode::Decoding,
-                            what + " is nested deeper than " + std::to_string(kMaxAnswerDepth) + " levels");
-      return true;
-    });
-  } catch (const Json::parse_error& e) {
-    throw cni::CniError(cni::ErrorCode::Decoding,
-                        what + " is not valid JSON (error at byte " + std::to_string(e.byte) + ")");
-  } catch (const Json::exception&) {  // out_of_range: a number beyond the range of a double
-    throw cni::CniError(cni::ErrorCode::Decoding, what + " is not valid JSON (a number is out of range)");
-  }
-  if (!j.is_object()) throw cni::CniError(cni::ErrorCode::Decoding, what + " is not a JSON object");
-  if (auto k = j.find("kind"); k != j.end() && k->is_string() && k->get<std::string>() != kind)
-    throw cni::CniError(cni::ErrorCode::Decoding, what + " has kind " + quote(sanitize(k->get<std::string>())) +
-                                                      ", expected " + std::string(kind));
-  return j;
+Json ApiClient::call_for_object(Call call) {
+  std::vector<Call> calls;
+  calls.push_back(std::move(call));
+  return std::move(run(std::move(calls)).front()).take();
 }
 
 const std::string& ApiClient::bearer_token() {
@@ -266,8 +292,8 @@ std::string ApiClient::sanitize(std::string_view server_text) const {
   return out;
 }
 
-ApiError ApiClient::error_for_response(const std::string& method, const Target& target,
-                                       const HttpResponse& response) const {
+ApiError ApiClient::error_for_response(const Call& target, const HttpResponse& response) const {
+  const std::string& method = target.method;
   std::optional<ApiStatus> status = parse_status(response.body);
   std::string reason =
       status && !status->reason.empty() ? sanitize(status->reason) : std::string(reason_for_status(response.status));
@@ -291,59 +317,6 @@ void ApiClient::add_headers(HttpRequest& request) {
   request.headers.emplace_back("Accept", "application/json");
   request.headers.emplace_back("User-Agent", user_agent());
   if (!request.body.empty()) request.headers.emplace_back("Content-Type", "application/json");
-}
-
-HttpResponse ApiClient::execute(HttpRequest request, const Target& target) {
-  add_headers(request);
-
-  RetryBudget budget(policy_, clock_, jitter_);
-  int last_status = 0;
-  std::string last_reason, last_message, last_transport_error;
-  for (;;) {
-    std::optional<milliseconds> timeout = budget.begin_attempt();
-    if (!timeout) break;
-    std::optional<milliseconds> retry_after;
-    try {
-      ++requests_;
-      HttpResponse response = transport_.send(request, *timeout);
-      if (response.status >= 200 && response.status < 300) return response;
-      if (!is_retryable_status(response.status)) throw error_for_response(request.method, target, response);
-      ApiError error = error_for_response(request.method, target, response);
-      last_status = response.status;
-      last_reason = error.reason();
-      last_message = error.api_message();
-      last_transport_error.clear();
-      retry_after = parse_retry_after(response.header("Retry-After"));
-      util::log_verbose("Kubernetes API ", request.method, " ", target.describe(), ": attempt ", budget.attempts(),
-                        " answered HTTP ", response.status, ", will retry");
-    } catch (const TransportError& e) {
-      if (!e.retryable())
-        throw ApiError(0, "", "", "Kubernetes API " + request.method + " " + target.describe() + " failed: " + e.msg());
-      last_status = 0;
-      last_transport_error = e.msg();
-      util::log_verbose("Kubernetes API ", request.method, " ", target.describe(), ": attempt ", budget.attempts(),
-                        " failed: ", e.msg());
-    }
-    std::optional<milliseconds> wait = budget.wait_before_retry(retry_after);
-    if (!wait) break;
-    sleeper_.sleep_for(*wait);
-  }
-
-  std::string over = " after " + std::to_string(budget.attempts()) + " attempt" + (budget.attempts() == 1 ? "" : "s") +
-                     " over " + format_seconds(budget.elapsed());
-  std::string why = budget.attempts_exhausted()
-                        ? " (limit of " + std::to_string(policy_.max_attempts) + " attempts reached)"
-                        : " (deadline of " + format_seconds(policy_.total_deadline) + " reached)";
-  std::string text;
-  if (last_status != 0) {
-    text = "Kubernetes API still answering " + std::to_string(last_status) +
-           (last_reason.empty() ? "" : " " + last_reason) + " to " + request.method + " " + target.describe() + over +
-           why + (last_message.empty() ? "" : ": " + last_message);
-  } else {
-    text = "Kubernetes API unreachable for " + request.method + " " + target.describe() + over + why +
-           (last_transport_error.empty() ? "" : ": " + last_transport_error);
-  }
-  throw ApiError(last_status, last_reason, last_message, std::move(text));
 }
 
 }  // namespace manifold::k8s

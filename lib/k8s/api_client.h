@@ -3,13 +3,18 @@
 // request paths (namespace and name checked as DNS-1123 before they reach a URL), adds the bearer
 // token, retries 429/5xx/connection failures within a RetryPolicy, turns error answers into an
 // ApiError naming the object (using the server's Status reason and message), and insists that
-// answers are JSON objects. It never puts the token into a log line or an error.
+// answers are JSON objects. Several calls can be made as one batch (every NAD of a pod; the status
+// PUT with its events behind it): the transport pipelines them, so a batch costs one round trip, and
+// only the calls whose answer is worth retrying are sent again. It never puts the token into a log
+// line or an error.
 #pragma once
 
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cni/error.h"
 #include "k8s/api_status.h"
@@ -21,6 +26,20 @@
 #include "util/json.h"
 
 namespace manifold::k8s {
+
+/// The namespace and name of an API object.
+struct ObjectKey {
+  std::string ns;    ///< namespace
+  std::string name;  ///< object name
+};
+
+/// The outcome of one call of a batch: the answer object, or what the call alone would have thrown.
+struct ApiOutcome {
+  Json object;               ///< the decoded answer (null for calls whose answer is not decoded, and on error)
+  std::exception_ptr error;  ///< ApiError or CniError; null on success
+  /// The answer object; rethrows the error instead when there is one.
+  Json take() &&;
+};
 
 /// Client for the few API calls manifold makes. One instance per invocation; not thread-safe.
 class ApiClient {
@@ -40,6 +59,19 @@ class ApiClient {
   Json update_pod_status(const std::string& ns, const std::string& name, const Json& pod);
   /// POST /api/v1/namespaces/{ns}/events.
   void create_event(const std::string& ns, const Json& event);
+  /// GETs every NetworkAttachmentDefinition of `keys` in one batch (one round trip on a pipelining
+  /// transport), sending again only those whose answer is retryable, within one RetryPolicy. One
+  /// outcome per key, in order: the object, or the error get_nad would have thrown for it (a key
+  /// that is not a valid namespace and name is not sent; its outcome is CniError(InvalidConfig)).
+  std::vector<ApiOutcome> get_nads(const std::vector<ObjectKey>& keys);
+  /// POSTs `events` in namespace `ns` in one batch, each sent once (an Event is best effort and never
+  /// retried). One outcome per event, in order.
+  std::vector<ApiOutcome> create_events(const std::string& ns, const std::vector<Json>& events);
+  /// update_pod_status() with `events` POSTed behind the PUT in the same batch (sent once each, as by
+  /// create_events), so they cost no round trip of their own. The outcome of the PUT first (the
+  /// updated pod, or an ApiError whose conflict() tells a 409), then one per event.
+  std::vector<ApiOutcome> update_pod_status_with_events(const std::string& ns, const std::string& name, const Json& pod,
+                                                        const std::vector<Json>& events);
   /// GET /apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/{name}.
   Json get_resource_claim(const std::string& ns, const std::string& name);
   /// GET /apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName={node},spec.driver={driver}
@@ -59,15 +91,33 @@ class ApiClient {
                             const StreamOptions& options, const std::function<bool(std::string_view)>& on_data);
   /// HTTP requests sent so far (every attempt counts, retries included).
   int requests_made() const { return requests_; }
+  /// One validated API call: the object's location (described in messages), what is sent, what the
+  /// answer must be and whether a failure is worth another attempt.
+  struct Call {
+    std::string resource;  ///< "pods", "network-attachment-definitions", "events"
+    std::string ns;        ///< "" for a cluster-wide call
+    std::string name;      ///< may be empty (event creation)
+    std::string path;      ///< without the server's base path
+    std::string method = "GET";
+    std::string body;
+    std::string_view kind;  ///< the kind of the answer object; "" when the answer is not decoded
+    bool retry = true;      ///< false: sent once (an Event)
+    /// "pods \"p\" in namespace \"ns\"", for messages.
+    std::string describe() const;
+  };
 
  private:
-  struct Target;
-  Json call_for_object(const std::string& method, const Target& target, std::string body, std::string_view kind);
-  HttpResponse execute(HttpRequest request, const Target& target);
+  struct LastFailure;
+  Json call_for_object(Call call);
+  bool judge(const Call& call, const BatchOutcome& answer, int attempt, ApiOutcome& out, LastFailure& last,
+             std::optional<milliseconds>& retry_after) const;
+  std::vector<ApiOutcome> run(std::vector<Call> calls);
+  Json decode(const HttpResponse& response, const Call& call) const;
+  ApiError unanswered(const Call& call, const LastFailure& last, const RetryBudget& budget) const;
   void add_headers(HttpRequest& request);
   const std::string& bearer_token();
   std::string sanitize(std::string_view server_text) const;
-  ApiError error_for_response(const std::string& method, const Target& target, const HttpResponse& response) const;
+  ApiError error_for_response(const Call& call, const HttpResponse& response) const;
 
   std::unique_ptr<util::FileReader> own_files_;
   std::unique_ptr<JitterSource> own_jitter_;

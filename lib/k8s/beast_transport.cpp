@@ -7,7 +7,8 @@
 // on_tick asks to stop, the pending read is cancelled and its handler awaited before stream()
 // returns, and the connection is closed on every exit. A request is serialised into one buffer by
 // serialize_request (http_wire.h: the bytes Beast's request serializer would write, for a quarter of
-// its instructions) and written in one write.
+// its instructions) and written in one write; a batch is pipelined: all its requests in one write on
+// the kept connection, then their answers read in order (HTTP/1.1 pipelining), so it costs one round trip.
 #include "k8s/beast_transport.h"
 
 #include <poll.h>
@@ -244,13 +245,11 @@ struct BeastTransport::Impl {
     stream = connector.connect(*ioc, deadline, timeout, nullptr);
   }
 
-  /// Writes the request and reads the answer on the current connection. On a reused connection that
-  /// fails before any byte of the answer arrived, throws StaleConnection instead of TransportError.
-  HttpResponse exchange(const HttpRequest& request, SteadyTime deadline, std::chrono::milliseconds timeout,
-                        bool reused) {
-    const std::string wire = serialize_request(request, connector.url().authority());
-    write_request(*ioc, *stream, wire, deadline, nullptr, connector.server(), timeout, reused);
-
+  /// Reads the next answer on the current connection before `deadline`. When `stale_if_none` (a reused
+  /// connection on which nothing was answered yet) and the connection turns out dead before any byte
+  /// of the answer, throws StaleConnection instead of TransportError. Closes the connection after an
+  /// answer that does not keep it alive.
+  HttpResponse read_answer(SteadyTime deadline, std::chrono::milliseconds timeout, bool stale_if_none) {
     http::response_parser<http::string_body> parser;
     parser.body_limit(kMaxBodyBytes);
     parser.header_limit(static_cast<std::uint32_t>(kMaxHeaderBytes));
@@ -258,7 +257,7 @@ struct BeastTransport::Impl {
     auto op = std::make_shared<OpResult>();
     http::async_read(*stream, buffer, parser, Record{op});
     beast_detail::run_until(*ioc, stream.get(), *op, deadline, nullptr);
-    if (op->ec) answer_failed(op->ec, parser.got_some(), reused, connector.server(), timeout);
+    if (op->ec) answer_failed(op->ec, parser.got_some(), stale_if_none, connector.server(), timeout);
 
     http::response<http::string_body> res = parser.release();
     HttpResponse out = head_of(res);
@@ -267,26 +266,65 @@ struct BeastTransport::Impl {
     return out;
   }
 
-  HttpResponse send(const HttpRequest& request, std::chrono::milliseconds timeout) {
-    validate_request(request);
-    const SteadyTime deadline = std::chrono::steady_clock::now() + timeout;
+  /// Opens a connection unless the kept one is usable; true when the kept one is reused.
+  bool ready(SteadyTime deadline, std::chrono::milliseconds timeout) {
     if (!ioc) ioc = std::make_unique<asio::io_context>(1);
     connector.ensure_initialized();
-    try {
-      bool reused = connection_usable();
-      if (!reused) connect(deadline, timeout);
+    bool reused = connection_usable();
+    if (!reused) connect(deadline, timeout);
+    return reused;
+  }
+
+  /// Writes requests [first, end) of `requests` in one write (pipelined) on a ready connection, then
+  /// reads their answers in order into `out` until all are answered or the server ends the
+  /// connection after an answer (the unanswered rest is then sent again on a new connection). A
+  /// reused connection found dead before its first answer is replaced once; any other failure
+  /// becomes the outcome of every request not answered yet.
+  void pipeline(const std::vector<HttpRequest>& requests, std::vector<BatchOutcome>& out, SteadyTime deadline,
+                std::chrono::milliseconds timeout) {
+    bool replaced = false;
+    while (out.size() < requests.size()) {
       try {
-        return exchange(request, deadline, timeout, reused);
+        bool reused = ready(deadline, timeout) && !replaced;
+        std::string wire;
+        for (std::size_t i = out.size(); i < requests.size(); ++i)
+          wire += serialize_request(requests[i], connector.url().authority());
+        write_request(*ioc, *stream, wire, deadline, nullptr, connector.server(), timeout, reused);
+        bool first = true;
+        while (out.size() < requests.size() && stream) {
+          out.emplace_back(read_answer(deadline, timeout, reused && first));
+          first = false;
+        }
       } catch (const StaleConnection& stale) {
         util::log_debug("kept connection to ", connector.server(), " was closed by the server (", stale.error.msg(),
                         "); reconnecting");
-        connect(deadline, timeout);
-        return exchange(request, deadline, timeout, false);
+        close();
+        replaced = true;
+      } catch (const TransportError& e) {
+        close();  // the connection's state is unknown after any failure
+        while (out.size() < requests.size()) out.emplace_back(e);
       }
+    }
+  }
+
+  HttpResponse send(const HttpRequest& request, std::chrono::milliseconds timeout) {
+    std::vector<BatchOutcome> out = send_batch({request}, timeout);
+    if (auto* error = std::get_if<TransportError>(&out.front())) throw *error;
+    return std::get<HttpResponse>(std::move(out.front()));
+  }
+
+  std::vector<BatchOutcome> send_batch(const std::vector<HttpRequest>& requests, std::chrono::milliseconds timeout) {
+    for (const auto& request : requests) validate_request(request);
+    const SteadyTime deadline = std::chrono::steady_clock::now() + timeout;
+    std::vector<BatchOutcome> out;
+    out.reserve(requests.size());
+    try {
+      pipeline(requests, out, deadline, timeout);
     } catch (...) {
-      close();  // the connection's state is unknown after any failure
+      close();
       throw;
     }
+    return out;
   }
 
   StreamResult stream_body(const HttpRequest& request, const StreamOptions& options,
@@ -316,6 +354,11 @@ BeastTransport::~BeastTransport() = default;
 
 HttpResponse BeastTransport::send(const HttpRequest& request, std::chrono::milliseconds timeout) {
   return impl_->send(request, timeout);
+}
+
+std::vector<BatchOutcome> BeastTransport::send_batch(const std::vector<HttpRequest>& requests,
+                                                     std::chrono::milliseconds timeout) {
+  return impl_->send_batch(requests, timeout);
 }
 
 StreamResult BeastTransport::stream(const HttpRequest& request, const StreamOptions& options,

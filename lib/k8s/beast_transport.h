@@ -1,6 +1,6 @@
 // The real HttpTransport: HTTPS/1.1 to the Kubernetes API server over Boost.Beast, Boost.Asio and
 // OpenSSL. One keep-alive connection serves every request of the invocation (reconnecting once when
-// the server closed it while idle); each streamed exchange (a watch) opens a connection of its own,
+// the server closed it while idle); a batch of requests is pipelined on it; each streamed exchange (a watch) opens a connection of its own,
 // closed when the stream ends, and leaves the kept one alone. The server certificate is verified against the kubeconfig's CA
 // only — never the system trust store, which costs ~28 ms to load — with host name or IP address
 // verification and SNI for names; client-certificate authentication is supported. All TLS state is
@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "k8s/http.h"
 #include "k8s/http_wire.h"
@@ -42,6 +43,15 @@ class BeastTransport final : public HttpTransport {
   /// Throws TransportError on failure, CniError(InvalidConfig) when the CA or client certificate
   /// cannot be loaded, CniError(Internal) for a malformed request.
   HttpResponse send(const HttpRequest& request, std::chrono::milliseconds timeout) override;
+
+  /// Pipelines `requests` on the kept connection: all written in one write, the answers read in
+  /// order, so the batch costs one round trip. Requests the server left unanswered by closing the
+  /// connection after an answer are sent again on a new connection; a kept connection found dead
+  /// before its first answer is replaced once; any other failure is the outcome of every request
+  /// not answered yet. `timeout` bounds the whole batch. Throws like send() for a malformed request
+  /// or credentials that cannot be loaded.
+  std::vector<BatchOutcome> send_batch(const std::vector<HttpRequest>& requests,
+                                       std::chrono::milliseconds timeout) override;
 
   /// Streams one exchange on a new connection (HttpTransport::stream): the same TLS verification
   /// and client certificate as send(); headers bounded by kMaxHeaderBytes, a non-2xx body by

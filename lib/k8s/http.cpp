@@ -1,5 +1,6 @@
 // HTTP transport seam: response header lookup, TransportError classification, the API server URL
-// parser, the refusal of transports that cannot stream, and the scripted FakeHttpTransport used by
+// parser, the refusal of transports that cannot stream, batches sent one request at a time (for
+// transports that cannot pipeline), and the scripted FakeHttpTransport used by
 // unit tests.
 #include "k8s/http.h"
 
@@ -181,6 +182,23 @@ StreamResult HttpTransport::stream(const HttpRequest& request, const StreamOptio
                       "this HTTP transport cannot stream (" + request.method + " " + request.target + ")");
 }
 
+std::vector<BatchOutcome> HttpTransport::send_batch(const std::vector<HttpRequest>& requests,
+                                                    std::chrono::milliseconds timeout) {
+  using std::chrono::milliseconds;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::vector<BatchOutcome> out;
+  out.reserve(requests.size());
+  for (const auto& request : requests) {
+    auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+    try {
+      out.emplace_back(send(request, std::max(left, milliseconds(1))));
+    } catch (const TransportError& e) {
+      out.emplace_back(e);
+    }
+  }
+  return out;
+}
+
 void FakeHttpTransport::push_response(HttpResponse response) { script_.emplace_back(std::move(response)); }
 
 void FakeHttpTransport::push_response(int status, std::string body, HttpHeaders headers) {
@@ -218,6 +236,20 @@ HttpResponse FakeHttpTransport::send(const HttpRequest& request, std::chrono::mi
     throw cni::CniError(cni::ErrorCode::Internal, "FakeHttpTransport: send() of " + request.method + " " +
                                                       request.target + " met a scripted stream answer");
   return std::get<HttpResponse>(std::move(next));
+}
+
+std::vector<BatchOutcome> FakeHttpTransport::send_batch(const std::vector<HttpRequest>& requests,
+                                                        std::chrono::milliseconds timeout) {
+  batches_.push_back(requests.size());
+  std::vector<BatchOutcome> out;
+  for (const auto& request : requests) {
+    try {
+      out.emplace_back(send(request, timeout));
+    } catch (const TransportError& e) {
+      out.emplace_back(e);
+    }
+  }
+  return out;
 }
 
 StreamResult FakeHttpTransport::stream(const HttpRequest& request, const StreamOptions& options,

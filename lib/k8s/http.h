@@ -2,7 +2,9 @@
 // HttpRequest/HttpResponse through the abstract HttpTransport; BeastTransport (beast_transport.h) is
 // the real HTTPS implementation and FakeHttpTransport below is the scripted one used by unit tests.
 // Besides one request/one response, a transport streams: a watch answer is a body that does not end
-// on its own, handed to the caller piece by piece (stream(), StreamOptions, StreamResult). Also
+// on its own, handed to the caller piece by piece (stream(), StreamOptions, StreamResult). And a batch
+// is several requests sent at once and answered in order (send_batch(): pipelined by the real
+// transport, so a batch costs one round trip; one at a time by default). Also
 // here: TransportError (the failure of one exchange) and the parser for the API server URL, shared
 // by the kubeconfig loader, the transport and the client.
 #pragma once
@@ -110,13 +112,24 @@ struct StreamResult {
   StreamEnd end = StreamEnd::Completed;  ///< why the stream ended
 };
 
-/// The transport interface: one request in, one response out; or one request in, a body streamed out.
+/// The outcome of one request of a batch: its response (whatever its status), or the failure that
+/// kept it from getting one.
+using BatchOutcome = std::variant<HttpResponse, TransportError>;
+
+/// The transport interface: one request in, one response out; several requests in, their responses
+/// out in order; or one request in, a body streamed out.
 class HttpTransport {
  public:
   virtual ~HttpTransport() = default;
   /// Sends one request and returns the response, whatever its status. Throws TransportError
   /// (connect/TLS/timeout/reset) when no complete response was received within `timeout`.
   virtual HttpResponse send(const HttpRequest& request, std::chrono::milliseconds timeout) = 0;
+  /// Sends every request of `requests` within `timeout` (all of them together) and returns one
+  /// outcome per request, in order: a TransportError for a request that got no complete response
+  /// (each failure is the request's own; the others may still have succeeded). The default sends
+  /// them one at a time through send(), each bounded by what is left of `timeout`.
+  virtual std::vector<BatchOutcome> send_batch(const std::vector<HttpRequest>& requests,
+                                               std::chrono::milliseconds timeout);
   /// Sends `request` on a connection of its own and hands every piece of a 2xx body to `on_data` as it
   /// arrives (returning false stops). Throws TransportError: Timeout when opening exceeds
   /// open_timeout or the body is silent for idle_timeout, Closed when the connection drops before the
@@ -146,6 +159,8 @@ class FakeHttpTransport final : public HttpTransport {
   void on_send(std::function<void(const HttpRequest&)> hook) { hook_ = std::move(hook); }
   /// Every request sent, in order.
   const std::vector<HttpRequest>& requests() const { return requests_; }
+  /// The size of every batch sent through send_batch(), in order (send() alone records nothing here).
+  const std::vector<std::size_t>& batches() const { return batches_; }
   /// The timeout passed with every request, in order (a stream's open_timeout).
   const std::vector<std::chrono::milliseconds>& timeouts() const { return timeouts_; }
   /// Scripted answers not consumed yet.
@@ -158,6 +173,10 @@ class FakeHttpTransport final : public HttpTransport {
   /// when the script is exhausted.
   StreamResult stream(const HttpRequest& request, const StreamOptions& options,
                       const std::function<bool(std::string_view)>& on_data) override;
+  /// Records the batch's size, then answers its requests one by one from the script, a scripted
+  /// error becoming that request's outcome.
+  std::vector<BatchOutcome> send_batch(const std::vector<HttpRequest>& requests,
+                                       std::chrono::milliseconds timeout) override;
 
  private:
   struct ScriptedStream {
@@ -172,6 +191,7 @@ class FakeHttpTransport final : public HttpTransport {
   std::deque<Answer> script_;
   std::vector<HttpRequest> requests_;
   std::vector<std::chrono::milliseconds> timeouts_;
+  std::vector<std::size_t> batches_;
   std::function<void(const HttpRequest&)> hook_;
 };
 

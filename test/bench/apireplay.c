@@ -13,9 +13,11 @@
  *             [--cert CERT.pem --key KEY.pem] REQUESTS
  *
  * --address is the IP to connect to when HOST is a name (no resolver: the floor is the API
- * conversation itself). REQUESTS holds, per request: a line "METHOD TARGET BODY_LENGTH", header
- * lines "Name: value", an empty line, then BODY_LENGTH bytes of body. Host, Content-Length (for a
- * body or a POST/PUT/PATCH) and, with --token-file, Authorization are added here. */
+ * conversation itself). REQUESTS holds, per request: a line "METHOD TARGET BODY_LENGTH [pipelined]",
+ * header lines "Name: value", an empty line, then BODY_LENGTH bytes of body. Host, Content-Length
+ * (for a body or a POST/PUT/PATCH) and, with --token-file, Authorization are added here. A request
+ * marked "pipelined" is written together with the one before it (in one write, before either answer
+ * is read), as manifold pipelines a batch, so the floor has manifold's round trips. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -85,6 +87,7 @@ struct request {
   char *headers; /* "Name: value\r\n" lines */
   const char *body;
   size_t body_len;
+  int pipelined; /* sent in the same write as the request before it */
 };
 
 static int is_token_char(char c) {
@@ -110,8 +113,11 @@ static struct request *parse_requests(char *text, size_t len, size_t *count) {
     struct request *r = &out[n];
     char target[8192];
     unsigned long long body_len;
-    if (sscanf(line, "%15s %8191s %llu", r->method, target, &body_len) != 3)
+    char mark[16] = "";
+    int fields = sscanf(line, "%15s %8191s %llu %15s", r->method, target, &body_len, mark);
+    if (fields < 3 || (fields == 4 && strcmp(mark, "pipelined") != 0))
       die("request %zu: bad request line \"%s\"", n + 1, line);
+    r->pipelined = fields == 4 && n > 0;
     for (const char *c = r->method; *c; ++c)
       if (!is_token_char(*c)) die("request %zu: bad method", n + 1);
     if (target[0] != '/') die("request %zu: the target must start with '/'", n + 1);
@@ -422,27 +428,40 @@ int main(int argc, char **argv) {
 
   struct conn c = {.ssl = NULL, .fd = -1};
   conn_open(&c, ctx, &addr, addr_len, host, host_is_ip);
-  for (size_t i = 0; i < count; ++i) {
-    const struct request *r = &requests[i];
+  for (size_t i = 0; i < count;) {
     if (!c.ssl) conn_open(&c, ctx, &addr, addr_len, host, host_is_ip);
-    size_t cap = strlen(r->method) + strlen(r->target) + strlen(authority) + strlen(r->headers) +
-                 (authorization ? strlen(authorization) : 0) + r->body_len + 128;
+    size_t end = i + 1; /* the requests [i, end) go out in one write */
+    while (end < count && requests[end].pipelined) ++end;
+    size_t cap = 0;
+    for (size_t k = i; k < end; ++k)
+      cap += strlen(requests[k].method) + strlen(requests[k].target) + strlen(authority) +
+             strlen(requests[k].headers) + (authorization ? strlen(authorization) : 0) + requests[k].body_len + 128;
     char *msg = xmalloc(cap);
-    /* Content-Length on every request with a body or a method that carries one (as Beast does). */
-    int with_length = r->body_len > 0 || strcmp(r->method, "POST") == 0 || strcmp(r->method, "PUT") == 0 ||
-                      strcmp(r->method, "PATCH") == 0;
-    char length[48] = "";
-    if (with_length) snprintf(length, sizeof length, "Content-Length: %zu\r\n", r->body_len);
-    int head = snprintf(msg, cap, "%s %s HTTP/1.1\r\nHost: %s\r\n%s%s%s\r\n", r->method, r->target, authority,
-                        authorization ? authorization : "", r->headers, length);
-    if (head < 0 || (size_t)head + r->body_len > cap) die("request %zu too large", i + 1);
-    memcpy(msg + head, r->body, r->body_len);
-    conn_write(&c, msg, (size_t)head + r->body_len);
+    size_t used = 0;
+    for (size_t k = i; k < end; ++k) {
+      const struct request *r = &requests[k];
+      /* Content-Length on every request with a body or a method that carries one (as Beast does). */
+      int with_length = r->body_len > 0 || strcmp(r->method, "POST") == 0 || strcmp(r->method, "PUT") == 0 ||
+                        strcmp(r->method, "PATCH") == 0;
+      char length[48] = "";
+      if (with_length) snprintf(length, sizeof length, "Content-Length: %zu\r\n", r->body_len);
+      int head = snprintf(msg + used, cap - used, "%s %s HTTP/1.1\r\nHost: %s\r\n%s%s%s\r\n", r->method, r->target,
+                          authority, authorization ? authorization : "", r->headers, length);
+      if (head < 0 || used + (size_t)head + r->body_len > cap) die("request %zu too large", k + 1);
+      memcpy(msg + used + head, r->body, r->body_len);
+      used += (size_t)head + r->body_len;
+    }
+    conn_write(&c, msg, used);
     free(msg);
-    int keep_alive;
-    int status = read_answer(&c, &keep_alive);
-    if (status >= 400) die("request %zu (%s %s): HTTP status %d", i + 1, r->method, r->target, status);
-    if (!keep_alive) conn_close(&c);
+    for (; i < end; ++i) {
+      int keep_alive;
+      int status = read_answer(&c, &keep_alive);
+      if (status >= 400) die("request %zu (%s %s): HTTP status %d", i + 1, requests[i].method, requests[i].target, status);
+      if (!keep_alive) {
+        conn_close(&c);
+        if (i + 1 < end) die("the server closed the connection in the middle of a pipelined batch");
+      }
+    }
   }
   conn_close(&c);
   SSL_CTX_free(ctx);

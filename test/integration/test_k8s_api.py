@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """How manifold talks to the Kubernetes API, end to end through libcni against the API server
 double: the exact request sequence of an ADD (2 + distinct NADs, one kept-alive connection, no
-PATCH, events on the side), the status PUT's 409 re-GET and retry, a bounded 429 storm, the
+PATCH, events pipelined behind the status PUT) in three round trips (the pod; every NAD at once; the
+status with the events), the status PUT's 409 re-GET and retry, a bounded 429 storm, the
 credentials (token, tokenFile re-read after rotation, client certificate), the pod's identity
 (missing pod, UID mismatch, static pods), and DEL without the API: from the cache with the pod
 deleted or the API down, and from the pod and its NADs when the cache is gone.
@@ -49,6 +50,10 @@ class K8sApiTest(K8sTestCase):
                          [("POST", "/api/v1/namespaces/default/events")] * 4)
         self.assertEqual([e["status"] for e in events], [201] * 4)
         self.assertEqual(len({e["conn"] for e in log}), 1, "one kept-alive connection per ADD")
+        # Three round trips: the pod; both NADs in one (the second pipelined behind the first);
+        # the status PUT with the four events pipelined behind it.
+        self.assertEqual([e["pipelined"] for e in log],
+                         [False, False, True, False, True, True, True, True])
         self.assertNoPatch()
         for entry in log:
             self.assertEqual(entry["auth"], "token")
@@ -175,7 +180,8 @@ class K8sApiTest(K8sTestCase):
         self.write_k8s()
         self.api.deny(verb="create", resource="events")
         self.assertOk(self.add())
-        self.assertEqual([e["status"] for e in self.requests(path="/events$")], [403])
+        # One per attachment, each sent once, behind the PUT.
+        self.assertEqual([e["status"] for e in self.requests(path="/events$")], [403, 403])
         self.assertIsNotNone(self.status_annotation())
         self.assertOk(self.delete())
         self.assertNothingLeft()
@@ -188,7 +194,8 @@ class K8sApiTest(K8sTestCase):
         add = self.add()
         self.assertOk(add)
         events = self.requests(path="/events$")
-        self.assertEqual(len(events), 1, "an event is sent once, and none after one failed")
+        self.assertEqual(len(events), 2, "each event is sent once, never again after its 503")
+        self.assertTrue(all(e["pipelined"] for e in events), "the events ride in the status PUT's round trip")
         self.assertLess(add.elapsed, 5)
         self.assertOk(self.delete())
         self.assertNothingLeft()

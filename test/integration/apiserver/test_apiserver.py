@@ -618,6 +618,36 @@ class LogAndKeepAliveTest(DoubleTestCase):
         self.assertEqual([e["conn_request"] for e in entries], [1, 2, 3, 1])
         self.assertNotEqual(entries[3]["conn"], entries[0]["conn"])
 
+    def test_log_marks_pipelined_requests(self) -> None:
+        def request(path: str) -> bytes:
+            return (f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{self.api.port}\r\n"
+                    f"Authorization: Bearer {self.api.token}\r\n\r\n").encode()
+
+        def read_answer(f: Any) -> int:
+            status = int(f.readline().split()[1])
+            length = 0
+            while (line := f.readline()) not in (b"\r\n", b""):
+                name, _, value = line.decode().partition(":")
+                if name.lower() == "content-length":
+                    length = int(value)
+            f.read(length)
+            return status
+
+        sock = connect_raw(self.api)
+        try:
+            f = sock.makefile("rb")
+            # Three requests in one write: the second and third cost no round trip of their own.
+            sock.sendall(request(POD) + request(NADS) + request(POD))
+            self.assertEqual([read_answer(f) for _ in range(3)], [200, 200, 200])
+            # One more, sent only after the answers: a round trip of its own.
+            sock.sendall(request(POD))
+            self.assertEqual(read_answer(f), 200)
+        finally:
+            sock.close()
+        entries = self.api.requests()
+        self.assertEqual([e["pipelined"] for e in entries], [False, True, True, False])
+        self.assertEqual([e["conn_request"] for e in entries], [1, 2, 3, 4])
+
     def test_log_records_method_path_query_and_body(self) -> None:
         pod = self.api.get_pod("default", "web")
         self.call("GET", NADS + "?limit=5")

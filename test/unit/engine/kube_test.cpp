@@ -34,6 +34,10 @@ class SharedTransport final : public k8s::HttpTransport {
   k8s::HttpResponse send(const k8s::HttpRequest& request, std::chrono::milliseconds timeout) override {
     return fake_.send(request, timeout);
   }
+  std::vector<k8s::BatchOutcome> send_batch(const std::vector<k8s::HttpRequest>& requests,
+                                            std::chrono::milliseconds timeout) override {
+    return fake_.send_batch(requests, timeout);
+  }
 
  private:
   k8s::FakeHttpTransport& fake_;
@@ -213,8 +217,9 @@ TEST_CASE("kube access: the total bound counts API time, not the time between ca
   CHECK(kube.requests_made() == 3);
 }
 
-TEST_CASE("kube status: events get one attempt each and stop after the first failure", "[plugin]") {
-  Fixture f;
+namespace {
+
+manifold::store::ContainerRecord three_attachments() {
   manifold::store::ContainerRecord record;
   for (const char* ifname : {"eth0", "net1", "net2"}) {
     manifold::store::AttachmentRecord a;
@@ -224,12 +229,21 @@ TEST_CASE("kube status: events get one attempt each and stop after the first fai
     a.result = R"({"cniVersion":"1.0.0","ips":[{"address":"192.0.2.2/24"}]})";
     record.attachments.push_back(a);
   }
+  return record;
+}
+
+}  // namespace
+
+TEST_CASE("kube status: events go out in one batch, one attempt each, a failure only logged", "[plugin]") {
+  Fixture f;
   f.transport.push_response(201, "{}");
   f.transport.push_response(503, R"({"kind":"Status","reason":"ServiceUnavailable","code":503})");
+  f.transport.push_response(201, "{}");
   engine::KubeAccess kube(f.services, f.config);
-  engine::send_added_events(kube, f.ref(), pod_with(Json::object()), record);
+  engine::send_added_events(kube, f.ref(), pod_with(Json::object()), three_attachments());
   const auto& reqs = f.transport.requests();
-  REQUIRE(reqs.size() == 2);
+  REQUIRE(reqs.size() == 3);
+  CHECK(f.transport.batches() == std::vector<std::size_t>{3});
   Json first = Json::parse(reqs[0].body);
   CHECK(reqs[0].method == "POST");
   CHECK(reqs[0].target == "/api/v1/namespaces/default/events");
@@ -237,7 +251,89 @@ TEST_CASE("kube status: events get one attempt each and stop after the first fai
   CHECK(first["message"] == "Add eth0 [192.0.2.2/24] from default/eth0");
   CHECK(first["involvedObject"]["uid"] == "u1");
   CHECK(Json::parse(reqs[1].body)["message"] == "Add net1 [192.0.2.2/24] from default/net1");
+  CHECK(Json::parse(reqs[2].body)["message"] == "Add net2 [192.0.2.2/24] from default/net2");
   CHECK(f.transport.pending() == 0);
+  CHECK(dynamic_cast<util::FakeSleeper&>(*f.services.sleeper).waits().empty());  // the 503 is not retried
+}
+
+TEST_CASE("kube status: the events ride behind the status PUT, in its round trip", "[plugin]") {
+  Fixture f;
+  auto record = three_attachments();
+  std::vector<manifold::cni::Result> results;
+  for (const auto& a : record.attachments) results.push_back(engine::decode_attachment_result(a));
+  manifold::util::FakeFileReader files;
+  f.transport.push_response(200, pod_with(Json::object()).dump());
+  for (int i = 0; i < 3; ++i) f.transport.push_response(201, "{}");
+  engine::KubeAccess kube(f.services, f.config);
+  engine::publish_status(kube, files, f.config, f.inv, pod_with(Json::object()), record, results);
+  CHECK(f.transport.batches() == std::vector<std::size_t>{4});
+  const auto& reqs = f.transport.requests();
+  REQUIRE(reqs.size() == 4);
+  CHECK(reqs[0].method == "PUT");
+  CHECK(reqs[3].method == "POST");
+  CHECK(Json::parse(reqs[3].body)["message"] == "Add net2 [192.0.2.2/24] from default/net2");
+
+  SECTION("a 409 re-reads the pod and PUTs again alone; the events are not sent twice") {
+    Fixture g;
+    g.transport.push_response(409, R"({"kind":"Status","reason":"Conflict","code":409})");
+    for (int i = 0; i < 3; ++i) g.transport.push_response(201, "{}");
+    g.transport.push_response(200, pod_with(Json::object()).dump());  // the re-GET
+    g.transport.push_response(200, pod_with(Json::object()).dump());  // the second PUT
+    engine::KubeAccess kube2(g.services, g.config);
+    engine::publish_status(kube2, files, g.config, g.inv, pod_with(Json::object()), record, results);
+    CHECK(g.transport.batches() == std::vector<std::size_t>{4, 1, 1});
+    CHECK(g.transport.requests().size() == 6);
+    CHECK(g.transport.pending() == 0);
+  }
+  SECTION("in a system namespace no status is written and the events go alone") {
+    Fixture g;
+    g.inv.args = cni::CniArgs::parse("K8S_POD_NAMESPACE=kube-system;K8S_POD_NAME=web;K8S_POD_UID=u1");
+    for (int i = 0; i < 3; ++i) g.transport.push_response(201, "{}");
+    engine::KubeAccess kube2(g.services, g.config);
+    engine::publish_status(kube2, files, g.config, g.inv, pod_with(Json::object()), record, results);
+    CHECK(g.transport.batches() == std::vector<std::size_t>{3});
+    CHECK(g.transport.requests()[0].method == "POST");
+  }
+}
+
+TEST_CASE("kube attachments: every NAD the pod names is fetched in one batch", "[plugin]") {
+  Fixture f(R"({"clusterNetwork":"cluster-nad","defaultNetworks":["always"]})");
+  f.transport.push_response(200, nad("kube-system", "cluster-nad", kMacvlan));
+  f.transport.push_response(200, nad("kube-system", "always", kMacvlan));
+  f.transport.push_response(200, nad("default", "a", kMacvlan));
+  f.transport.push_response(200, nad("other", "b", kMacvlan));
+  Json pod = pod_with({{"k8s.v1.cni.cncf.io/networks", "a, other/b, a"}});
+  engine::KubeAccess kube(f.services, f.config);
+  k8s::DeviceAllocator devices;
+  auto out = engine::resolve_pod_attachments(f.config, f.inv, kube, pod, devices);
+  REQUIRE(out.size() == 5);
+  CHECK(out[0].name == "kube-system/cluster-nad");
+  CHECK(out[1].name == "kube-system/always");
+  CHECK(out[2].name == "default/a");
+  CHECK(out[3].name == "other/b");
+  CHECK(out[4].name == "default/a");
+  CHECK(f.transport.batches() == std::vector<std::size_t>{4});  // one round trip, each NAD once
+  CHECK(kube.requests_made() == 4);
+}
+
+TEST_CASE("kube attachments: a NAD's failure in the batch is reported when resolution reaches it", "[plugin]") {
+  Fixture f;
+  f.transport.push_response(200, nad("default", "a", kMacvlan));
+  f.transport.push_response(403, R"({"kind":"Status","reason":"Forbidden","code":403,"message":"no"})");
+  Json pod = pod_with({{"k8s.v1.cni.cncf.io/networks", "a, b"}});
+  engine::KubeAccess kube(f.services, f.config);
+  k8s::DeviceAllocator devices;
+  CHECK_THROWS_WITH(engine::resolve_pod_attachments(f.config, f.inv, kube, pod, devices),
+                    Catch::Contains("HTTP 403") && Catch::Contains("\"b\""));
+  CHECK(f.transport.batches() == std::vector<std::size_t>{2});
+
+  // Best effort: the same batch, and only the failed network is skipped.
+  f.transport.push_response(200, nad("default", "a", kMacvlan));
+  f.transport.push_response(403, R"({"kind":"Status","reason":"Forbidden","code":403,"message":"no"})");
+  auto lenient = engine::resolve_pod_attachments(f.config, f.inv, kube, pod, devices, engine::Resolution::BestEffort);
+  REQUIRE(lenient.size() == 2);
+  CHECK(lenient[1].name == "default/a");
+  CHECK(f.transport.batches() == std::vector<std::size_t>{2, 2});
 }
 
 TEST_CASE("kube status: events and status entries from results decoded once", "[plugin]") {

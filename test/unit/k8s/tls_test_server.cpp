@@ -269,9 +269,10 @@ void TlsTestServer::serve_connection(Stream& stream, int index) {
   beast::flat_buffer buffer;
   for (;;) {
     http::request<http::string_body> req;
+    const bool early = buffer.size() != 0 || SSL_has_pending(stream.native_handle()) == 1;
     http::read(stream, buffer, req, ec);
     if (ec) return;
-    RecordedRequest recorded{std::string(req.method_string()), std::string(req.target()), {}, req.body(), index};
+    RecordedRequest recorded{std::string(req.method_string()), std::string(req.target()), {}, req.body(), index, early};
     for (const auto& field : req) recorded.headers.emplace_back(field.name_string(), field.value());
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -293,10 +294,10 @@ void TlsTestServer::serve_connection(Stream& stream, int index) {
     http::response<http::string_body> res{http::status::ok, 11};
     res.set(http::field::content_type, "application/json");
     res.body() = "{\"served\":\"" + std::string(req.target()) + "\"}";
-    res.keep_alive(true);
+    res.keep_alive(options_.mode != ServerMode::AnnounceClose);
     res.prepare_payload();
     http::write(stream, res, ec);
-    if (ec || options_.mode == ServerMode::CloseAfterResponse) return;
+    if (ec || options_.mode == ServerMode::CloseAfterResponse || options_.mode == ServerMode::AnnounceClose) return;
   }
 }
 

@@ -51,6 +51,7 @@ enum class ServerMode {
   Respond,             ///< 200 with a small JSON body, keep-alive; a request for "/hang" is never answered
   CloseAfterResponse,  ///< 200, then closes the connection (as an idle-timeout would)
   HugeBody,            ///< announces a 20 MB body and sends none of it
+  AnnounceClose,       ///< 200 with "Connection: close", then closes the connection
 };
 
 /// The answer to a request for "/stream...": raw bytes, framing included (see chunk()).
@@ -77,6 +78,9 @@ struct RecordedRequest {
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
   int connection = 0;  ///< which accepted connection carried it (1 = the first)
+  /// True when the request's first bytes had arrived before the server began to read it (it was
+  /// sent with an earlier one, pipelined), false when the server had to wait for it.
+  bool arrived_early = false;
   /// The first header with this name (case-insensitive), "" when absent.
   std::string header(const std::string& name) const;
 };

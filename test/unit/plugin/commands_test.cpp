@@ -845,22 +845,22 @@ TEST_CASE("ADD with Kubernetes re-reads the pod and retries the status PUT on 40
   setup_kube(w);
   w.http.push_response(200, pod_json(Json::object()).dump());
   w.http.push_response(409, status_json(409, "Conflict").dump());
+  script_events(w, 1);  // pipelined behind the first PUT, sent once
   w.http.push_response(200, pod_json(Json{{"example.com/touched", "yes"}}, "uid-1", "57").dump());
   w.http.push_response(200, pod_json(Json::object(), "uid-1", "58").dump());
-  script_events(w, 1);
 
   auto out = w.run("ADD", kube_config(w), with_args(kPodArgs));
   INFO(out.stdout_text);
   REQUIRE(out.exit_code == 0);
-  CHECK(request_lines(w) == Strings{"GET " + kPodPath, "PUT " + kPodPath + "/status", "GET " + kPodPath,
-                                    "PUT " + kPodPath + "/status", "POST " + kEventsPath});
+  CHECK(request_lines(w) == Strings{"GET " + kPodPath, "PUT " + kPodPath + "/status", "POST " + kEventsPath,
+                                    "GET " + kPodPath, "PUT " + kPodPath + "/status"});
   Json first = Json::parse(w.http.requests()[1].body);
-  Json second = Json::parse(w.http.requests()[3].body);
+  Json second = Json::parse(w.http.requests()[4].body);
   CHECK(first["metadata"]["resourceVersion"] == "42");
   CHECK(second["metadata"]["resourceVersion"] == "57");
   CHECK(second["metadata"]["annotations"]["example.com/touched"] == "yes");  // the re-read pod is the base
-  CHECK(status_of_put(w.http.requests()[3]) == status_of_put(w.http.requests()[1]));
-  CHECK(status_of_put(w.http.requests()[3]).size() == 1);
+  CHECK(status_of_put(w.http.requests()[4]) == status_of_put(w.http.requests()[1]));
+  CHECK(status_of_put(w.http.requests()[4]).size() == 1);
   CHECK(w.cache.load(w.key("ctr1")));
 
   SECTION("a PUT that keeps failing fails the ADD and rolls it back") {
@@ -868,6 +868,7 @@ TEST_CASE("ADD with Kubernetes re-reads the pod and retries the status PUT on 40
     setup_kube(w2);
     w2.http.push_response(200, pod_json(Json::object()).dump());
     w2.http.push_response(403, status_json(403, "Forbidden").dump());
+    script_events(w2, 1);  // sent behind the PUT all the same
     Json e = error_of(w2.run("ADD", kube_config(w2), with_args(kPodArgs)));
     CHECK(e["code"] == 103);
     CHECK_THAT(e["msg"].get<std::string>(), Catch::Contains("team-a/web-1"));

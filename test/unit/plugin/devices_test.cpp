@@ -231,6 +231,7 @@ TEST_CASE("devices: DRA claims add their devices to the kubelet's", "[plugin][de
   pod["status"]["resourceClaimStatuses"] = {{{"name", "nic"}, {"resourceClaimName", "web-1-nic"}}};
   w.http.push_response(200, pod.dump());
   w.http.push_response(200, device_nad("sriov-a").dump());
+  w.http.push_response(200, device_nad("sriov-b").dump());  // both NADs in one batch
   w.http.push_response(200, R"({"kind":"ResourceClaim","status":{"allocation":{"devices":{"results":[
       {"request":"nic","driver":"sriov.io","pool":"p","device":"d1"},
       {"request":"nic","driver":"sriov.io","pool":"p","device":"d0"}]}}}})");
@@ -240,16 +241,14 @@ TEST_CASE("devices: DRA claims add their devices to the kubelet's", "[plugin][de
                                    "k8s.cni.cncf.io/resourceName":{"string":"example.com/sriov"}}},
         {"name":"d1","attributes":{"k8s.cni.cncf.io/deviceID":{"string":"0000:01:00.1"},
                                    "k8s.cni.cncf.io/resourceName":{"string":"example.com/sriov"}}}]}}]})");
-  w.http.push_response(200, device_nad("sriov-b").dump());
   w.http.push_response(200, pod.dump());
   script_events(w, 3);
   REQUIRE(w.run("ADD", device_config(w), with_args(kPodArgs)).exit_code == 0);
-  CHECK(request_lines(w, 2) ==
+  CHECK(request_lines(w, 3) ==
         Strings{
             "GET /apis/resource.k8s.io/v1/namespaces/team-a/resourceclaims/web-1-nic",
             "GET /apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3Dnode1%2Cspec.driver%3Dsriov.io",
-            "GET " + nad_path("team-a", "sriov-b"), "PUT " + kPodPath + "/status", "POST " + kEventsPath,
-            "POST " + kEventsPath, "POST " + kEventsPath});
+            "PUT " + kPodPath + "/status", "POST " + kEventsPath, "POST " + kEventsPath, "POST " + kEventsPath});
   CHECK(w.calls()[1].config()["deviceID"] == "0000:01:00.0");
   CHECK(w.calls()[2].config()["deviceID"] == "0000:01:00.1");
   CHECK(w.kubelet_calls == 0);

@@ -72,6 +72,10 @@ class ForwardingTransport final : public k8s::HttpTransport {
   k8s::HttpResponse send(const k8s::HttpRequest& request, std::chrono::milliseconds timeout) override {
     return inner_.send(request, timeout);
   }
+  std::vector<k8s::BatchOutcome> send_batch(const std::vector<k8s::HttpRequest>& requests,
+                                            std::chrono::milliseconds timeout) override {
+    return inner_.send_batch(requests, timeout);
+  }
 
  private:
   k8s::FakeHttpTransport& inner_;

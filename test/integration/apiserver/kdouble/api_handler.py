@@ -7,7 +7,9 @@ authentication (401), authorization (403), content negotiation (406; JSON or a T
 route table (routes.py: 404/405 for anything not served, 415/400 for a body that cannot be decoded)
 or, for non-resource paths, version, health and discovery. Responses are compact JSON with Go's
 HTML escaping, a correct Content-Length and real `Status` bodies for errors; each is logged before
-it is written. A watch is logged when it starts and then streamed by watch_stream.py.
+it is written. A watch is logged when it starts and then streamed by watch_stream.py. A request
+that arrived before the answer to the previous one on its connection was written is logged as
+`pipelined`: it cost the client no round trip of its own.
 """
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         self.conn_id = core.journal.open_connection(self.client_address)
         self.tls_ok = False
         self.cert_user: Optional[str] = None
+        self.next_pipelined = False
         raw = self.request
         raw.settimeout(core.handshake_timeout)
         if self._plain_http(raw):
@@ -175,7 +178,9 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                        "method": self.command, "path": path, "query": query, "verb": info.verb,
                        "headers": {k.lower(): v for k, v in self.headers.items()},
                        "auth": auth_kind, "user": user, "body": "", "status": None,
-                       "outcome": "ok", "faults": [], "started": started, "duration_ms": None}
+                       "outcome": "ok", "faults": [], "started": started, "duration_ms": None,
+                       "pipelined": self.next_pipelined}
+        self.next_pipelined = False
         try:
             body = self._read_body()
         except BodyError as err:
@@ -218,6 +223,9 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         if response is None:
             return
         partial = len(response.body) // 2 if entry["outcome"] == "reset" else None
+        # Checked before the answer is written: a client that waits for each answer cannot have
+        # sent its next request yet, a pipelining one sent it with this one.
+        self.next_pipelined = self._input_waiting()
         try:
             self._write(response, partial)
         except (OSError, ssl.SSLError):
@@ -225,6 +233,23 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             return
         if partial is not None:
             self.hard_close()
+
+    def _input_waiting(self) -> bool:
+        """True when bytes of a further request have arrived (buffered, or readable at once)."""
+        sock = self.request
+        timeout = sock.gettimeout()
+        try:
+            sock.settimeout(0)
+            # Returns what is buffered without reading; with nothing buffered, reads once without
+            # blocking (keeping what arrives for the next request).
+            return len(self.rfile.peek(1)) > 0
+        except (OSError, ValueError):  # SSLWantReadError, BlockingIOError: nothing has arrived
+            return False
+        finally:
+            try:
+                sock.settimeout(timeout)
+            except OSError:
+                pass
 
     # ---- body, faults, writing -------------------------------------------------------------
 

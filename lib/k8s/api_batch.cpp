@@ -1,0 +1,166 @@
+// How ApiClient runs its calls: every call, alone or with others, goes through run(), which sends the
+// calls still pending as one batch (HttpTransport::send_batch pipelines it, so a batch costs one
+// round trip), judges each answer (success, final error, or a failure worth another attempt), and
+// sends only the retryable ones again after the RetryBudget's backoff or the server's Retry-After,
+// within the one budget of the whole batch. Calls marked not to be retried (Events) get one attempt.
+// A successful answer is decoded into a JSON object of the expected kind, with bounded nesting.
+#include <algorithm>
+#include <iomanip>
+#include <sstream>
+
+#include "k8s/api_client.h"
+#include "util/log.h"
+#include "util/quote.h"
+
+namespace manifold::k8s {
+namespace {
+
+/// Deepest nesting accepted in an answer (pods, managedFields included, nest about 20 levels).
+constexpr int kMaxAnswerDepth = 256;
+
+std::string format_seconds(milliseconds d) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(1) << static_cast<double>(d.count()) / 1000.0 << "s";
+  return os.str();
+}
+
+}  // namespace
+
+Json ApiOutcome::take() && {
+  if (error) std::rethrow_exception(error);
+  return std::move(object);
+}
+
+std::string ApiClient::Call::describe() const {
+  std::string what = resource + (name.empty() ? std::string() : " \"" + name + "\"");
+  return what + (ns.empty() ? " in every namespace" : " in namespace \"" + ns + "\"");
+}
+
+/// The last retryable failure of a call: an HTTP status (with the Status's reason and message) or,
+/// for status 0, a transport failure.
+struct ApiClient::LastFailure {
+  int status = 0;
+  std::string reason, message, transport_error;
+};
+
+Json ApiClient::decode(const HttpResponse& response, const Call& call) const {
+  const std::string what = "Kubernetes API answer to " + call.method + " " + call.describe();
+  Json j;
+  try {
+    // Bounded nesting: the pod is printed again for PUT, and printing recurses.
+    j = Json::parse(response.body, [&what](int depth, Json::parse_event_t, Json&) {
+      if (depth > kMaxAnswerDepth)
+        throw cni::CniError(cni::ErrorCode::Decoding,
+                            what + " is nested deeper than " + std::to_string(kMaxAnswerDepth) + " levels");
+      return true;
+    });
+  } catch (const Json::parse_error& e) {
+    throw cni::CniError(cni::ErrorCode::Decoding,
+                        what + " is not valid JSON (error at byte " + std::to_string(e.byte) + ")");
+  } catch (const Json::exception&) {  // out_of_range: a number beyond the range of a double
+    throw cni::CniError(cni::ErrorCode::Decoding, what + " is not valid JSON (a number is out of range)");
+  }
+  if (!j.is_object()) throw cni::CniError(cni::ErrorCode::Decoding, what + " is not a JSON object");
+  if (auto k = j.find("kind"); k != j.end() && k->is_string() && k->get<std::string>() != call.kind)
+    throw cni::CniError(cni::ErrorCode::Decoding, what + " has kind " +
+                                                      util::quote_bytes(sanitize(k->get<std::string>()), 80) +
+                                                      ", expected " + std::string(call.kind));
+  return j;
+}
+
+ApiError ApiClient::unanswered(const Call& call, const LastFailure& last, const RetryBudget& budget) const {
+  std::string over = " after " + std::to_string(budget.attempts()) + " attempt" + (budget.attempts() == 1 ? "" : "s") +
+                     " over " + format_seconds(budget.elapsed());
+  std::string why = " (deadline of " + format_seconds(policy_.total_deadline) + " reached)";
+  if (!call.retry)
+    why = " (sent once, never retried)";
+  else if (budget.attempts_exhausted())
+    why = " (limit of " + std::to_string(policy_.max_attempts) + " attempts reached)";
+  std::string text;
+  if (last.status != 0) {
+    text = "Kubernetes API still answering " + std::to_string(last.status) +
+           (last.reason.empty() ? "" : " " + last.reason) + " to " + call.method + " " + call.describe() + over + why +
+           (last.message.empty() ? "" : ": " + last.message);
+  } else {
+    text = "Kubernetes API unreachable for " + call.method + " " + call.describe() + over + why +
+           (last.transport_error.empty() ? "" : ": " + last.transport_error);
+  }
+  return ApiError(last.status, last.reason, last.message, std::move(text));
+}
+
+bool ApiClient::judge(const Call& call, const BatchOutcome& answer, int attempt, ApiOutcome& out, LastFailure& last,
+                      std::optional<milliseconds>& retry_after) const {
+  if (const auto* response = std::get_if<HttpResponse>(&answer)) {
+    if (response->status >= 200 && response->status < 300) {
+      try {
+        if (!call.kind.empty()) out.object = decode(*response, call);
+      } catch (const cni::CniError& e) {
+        out.error = std::make_exception_ptr(e);
+      }
+      return false;
+    }
+    ApiError error = error_for_response(call, *response);
+    if (!is_retryable_status(response->status)) {
+      out.error = std::make_exception_ptr(std::move(error));
+      return false;
+    }
+    last = {response->status, error.reason(), error.api_message(), {}};
+    if (auto after = parse_retry_after(response->header("Retry-After")))
+      retry_after = std::max(retry_after.value_or(milliseconds(0)), *after);
+    util::log_verbose("Kubernetes API ", call.method, " ", call.describe(), ": attempt ", attempt, " answered HTTP ",
+                      response->status);
+    return true;
+  }
+  const auto& e = std::get<TransportError>(answer);
+  if (!e.retryable()) {
+    out.error = std::make_exception_ptr(
+        ApiError(0, "", "", "Kubernetes API " + call.method + " " + call.describe() + " failed: " + e.msg()));
+    return false;
+  }
+  last = {0, {}, {}, e.msg()};
+  util::log_verbose("Kubernetes API ", call.method, " ", call.describe(), ": attempt ", attempt, " failed: ", e.msg());
+  return true;
+}
+
+std::vector<ApiOutcome> ApiClient::run(std::vector<Call> calls) {
+  std::vector<HttpRequest> requests;
+  for (auto& call : calls) {
+    requests.push_back({call.method, base_path_ + call.path, {}, std::move(call.body)});
+    add_headers(requests.back());
+  }
+  std::vector<ApiOutcome> out(calls.size());
+  std::vector<LastFailure> last(calls.size());
+  std::vector<std::size_t> pending(calls.size());
+  for (std::size_t i = 0; i < pending.size(); ++i) pending[i] = i;
+  RetryBudget budget(policy_, clock_, jitter_);
+  while (!pending.empty()) {
+    std::optional<milliseconds> timeout = budget.begin_attempt();
+    if (!timeout) break;
+    std::vector<HttpRequest> batch;
+    for (std::size_t i : pending) batch.push_back(requests[i]);
+    requests_ += static_cast<int>(batch.size());
+    std::vector<BatchOutcome> answers = transport_.send_batch(batch, *timeout);
+    if (answers.size() != batch.size())
+      throw cni::CniError(cni::ErrorCode::Internal, "the HTTP transport answered " + std::to_string(answers.size()) +
+                                                        " of a batch of " + std::to_string(batch.size()) + " requests");
+    std::vector<std::size_t> again;
+    std::optional<milliseconds> retry_after;
+    for (std::size_t k = 0; k < pending.size(); ++k) {
+      const std::size_t i = pending[k];
+      if (!judge(calls[i], answers.at(k), budget.attempts(), out[i], last[i], retry_after)) continue;
+      if (calls[i].retry)
+        again.push_back(i);
+      else
+        out[i].error = std::make_exception_ptr(unanswered(calls[i], last[i], budget));
+    }
+    pending = std::move(again);
+    if (pending.empty()) break;
+    std::optional<milliseconds> wait = budget.wait_before_retry(retry_after);
+    if (!wait) break;
+    sleeper_.sleep_for(*wait);
+  }
+  for (std::size_t i : pending) out[i].error = std::make_exception_ptr(unanswered(calls[i], last[i], budget));
+  return out;
+}
+
+}  // namespace manifold::k8s
