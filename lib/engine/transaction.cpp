@@ -78,9 +78,17 @@ AttachTransaction::~AttachTransaction() {
   if (!committed_) roll_back();
 }
 
-void AttachTransaction::save() { session_.cache->save(record_); }
+void AttachTransaction::save() {
+  session_.cache->save(record_);
+  unsaved_ = false;
+}
+
+void AttachTransaction::flush() {
+  if (unsaved_) save();
+}
 
 void AttachTransaction::attach(const Attachment& a, const scoping::ScopingPlan& plan) {
+  flush();  // the previous attachment's result, before this one is planned (as if saved at once)
   if (netns_->find_link(a.ifname))
     throw CniError(ErrorCode::InterfaceExists, "cannot attach network \"" + a.name + "\": interface name " + a.ifname +
                                                    " already exists in " + inv_.netns);
@@ -99,8 +107,9 @@ void AttachTransaction::attach(const Attachment& a, const scoping::ScopingPlan& 
   } catch (const CniError& e) {
     throw CniError(ErrorCode::DelegateFailed, "network \"" + a.name + "\" returned an invalid result: " + e.msg());
   }
-  save();
+  unsaved_ = true;  // written by the next save, before anything else happens (see transaction.h)
   if (!plan.active()) return;
+  save();
   added.scoping = scoping::apply_scoping(env_, plan, results_.back());
   if (Json fields = scoping::scoping_status_fields(added.scoping); !fields.empty()) added.status_fields = fields;
   save();
@@ -112,6 +121,8 @@ void AttachTransaction::mark_complete() {
 }
 
 void AttachTransaction::apply_default_routes(const std::vector<scoping::ScopingPlan>& plans) {
+  if (scoping::default_route_requests(plans).empty()) return;
+  flush();  // the results before the routes move
   std::vector<std::string> texts;
   for (const auto& a : record_.attachments) texts.push_back(a.result);
   route_changes_ = apply_default_routes_to_record(env_, plans, record_);
@@ -125,6 +136,11 @@ void AttachTransaction::apply_default_routes(const std::vector<scoping::ScopingP
 // attempted but a failure there is only logged (a plugin cleans up after its own failed ADD).
 void AttachTransaction::roll_back() noexcept {
   if (record_.attachments.size() == first_new_) return;  // nothing of this transaction was recorded
+  try {
+    flush();  // a result not on disk yet is written before the DELs, for a crash during them
+  } catch (const std::exception& e) {
+    util::log_error("cannot record the last result before rolling back: ", e.what());
+  }
   try {
     util::log_error("ADD failed, rolling back ", record_.attachments.size() - first_new_, " attachment(s)");
     scoping::undo_default_routes(*netns_, route_changes_);

@@ -1,6 +1,10 @@
 // Attaching networks to one cache entry as a transaction. Each attachment is recorded before its
 // delegate runs (so a crash can still be cleaned up), its result and then its network scoping are
-// recorded after. Anything that throws before commit() is undone when the transaction goes out of
+// recorded after. A result is written by the entry's next save, which always comes before the
+// next side effect or step (the next attachment, a scoping or default-route change, the
+// network-status write, a rollback, or the final complete mark, which it then shares): a crash in
+// between leaves what a crash inside the delegate would, so writing it earlier would protect
+// nothing more. Anything that throws before commit() is undone when the transaction goes out of
 // scope, in reverse and exactly: the default-route changes it made, then for every attachment it
 // added the scoping and the delegate's DEL; the entry is left as it was before (removed when the
 // transaction created it), except for attachments whose DEL failed, which stay recorded for the
@@ -62,12 +66,19 @@ class AttachTransaction {
   /// Records the entry as complete (engine/entry_state.h) and saves it: the ADD calls it once it
   /// attached everything and wrote the network-status, so the node agent may act on the sandbox.
   void mark_complete();
+  /// Writes the entry if a result is not on disk yet: called before any side effect outside the
+  /// transaction (the network-status write), so the cache covers everything done so far.
+  void flush();
   /// The entry as it stands.
   const store::ContainerRecord& record() const { return record_; }
   /// The decoded result of every attachment, index-aligned with record().attachments.
   const std::vector<cni::Result>& results() const { return results_; }
-  /// Keeps everything: the destructor no longer rolls back.
-  void commit() { committed_ = true; }
+  /// Writes what is not on disk yet (flush()), then keeps everything: the destructor no longer
+  /// rolls back. When that write throws, the transaction is not committed and rolls back.
+  void commit() {
+    flush();
+    committed_ = true;
+  }
 
  private:
   void roll_back() noexcept;
@@ -83,6 +94,7 @@ class AttachTransaction {
   std::vector<cni::Result> results_;
   std::size_t first_new_ = 0;  ///< attachments before this index were there before
   std::vector<scoping::DefaultRouteChange> route_changes_;
+  bool unsaved_ = false;  ///< record_ holds a result the cache does not have yet
   bool committed_ = false;
 };
 

@@ -42,6 +42,7 @@ std::string Commands::add(const cni::Invocation& inv) {
   engine::AttachTransaction tx(services_, s, inv, engine::new_entry(s, inv));
   for (size_t i = 0; i < plan.attachments.size(); ++i) tx.attach(plan.attachments[i], plan.scoping[i]);
   tx.apply_default_routes(plan.scoping);
+  if (pod) tx.flush();  // every result on disk before the API write
   if (pod) engine::publish_status(kube, *services_.files, s.config, inv, *pod, tx.record(), tx.results());
   std::string result = engine::render_result(tx.record(), tx.results(), inv.version, s.config.return_all_results);
   tx.mark_complete();

@@ -188,7 +188,7 @@ TEST_CASE("ADD on a failing disk rolls back and reports the disk error, even whe
           "[plugin][commands]") {
   World w;
   Json config = two_delegates(w);
-  // Saves: before bridge, after bridge, before macvlan, after macvlan (fails).
+  // Saves: before bridge, after bridge, before macvlan, macvlan's result with the complete mark (fails).
   auto out = run_on_broken_disk(w, "ADD", config, 3, true);
   Json e = error_of(out);
   CHECK(e["code"] == 5);
@@ -203,6 +203,11 @@ TEST_CASE("ADD on a failing disk rolls back and reports the disk error, even whe
     auto again = run_on_broken_disk(v, "ADD", two_delegates(v), 3, false);
     CHECK(error_of(again)["code"] == 5);
     CHECK(v.cache.list().empty());
+  }
+  SECTION("those four saves are all an ADD of two networks writes") {
+    World v;
+    REQUIRE(run_on_broken_disk(v, "ADD", two_delegates(v), 4, false).exit_code == 0);
+    CHECK(v.cache.load(v.key("ctr1")));
   }
 }
 
