@@ -43,11 +43,25 @@ Json parse_result(const std::string& type, const std::string& text) {
   return j;
 }
 
+// parse_result's check alone, for a result nothing reads here (the caller decodes it).
+void check_result(const std::string& type, const std::string& text) {
+  if (util::json_type_bounded(text) != Json::value_t::object)
+    throw cni::CniError(cni::ErrorCode::DelegateFailed,
+                        "plugin " + type + " returned an ADD result that is not a JSON object");
+}
+
 // The result a 0.4.0+ DEL/CHECK gets as prevResult; null when there is none or it is too old.
 Json prev_result_for(const std::string& version, const std::string& cached_result) {
   if (cached_result.empty() || !cni::version_at_least(version, 0, 4)) return Json();
   Json j = util::parse_json_bounded(cached_result);
   return j.is_discarded() ? Json() : j;
+}
+
+// Whether prev_result_for(version, cached_result) is not null, without building it.
+bool has_prev_result(const std::string& version, const std::string& cached_result) {
+  if (cached_result.empty() || !cni::version_at_least(version, 0, 4)) return false;
+  Json::value_t t = util::json_type_bounded(cached_result);
+  return t != Json::value_t::discarded && t != Json::value_t::null;
 }
 
 std::string type_of(const Json& plugin) { return plugin["type"].get<std::string>(); }
@@ -58,7 +72,7 @@ std::string DelegateRunner::add(const std::string& config_text, const DelegateTa
   Json conf = parse_cached(config_text);
   if (!cni::is_conflist(conf)) {
     std::string out = invoker_.invoke(type_of(conf), make_call("ADD", target, config_text));
-    parse_result(type_of(conf), out);
+    check_result(type_of(conf), out);
     return out;
   }
   std::string name = cni::delegate_name(conf);
@@ -77,12 +91,13 @@ void DelegateRunner::del(const std::string& config_text, const std::string& cach
                          const DelegateTarget& target) {
   Json conf = parse_cached(config_text);
   std::string version = cni::delegate_version(conf);
-  Json prev = prev_result_for(version, cached_result);
   if (!cni::is_conflist(conf)) {
-    std::string stdin_text = prev.is_null() ? config_text : cni::with_prev_result(config_text, cached_result);
+    std::string stdin_text =
+        has_prev_result(version, cached_result) ? cni::with_prev_result(config_text, cached_result) : config_text;
     invoker_.invoke(type_of(conf), make_call("DEL", target, stdin_text));
     return;
   }
+  Json prev = prev_result_for(version, cached_result);
   std::string name = cni::delegate_name(conf);
   std::optional<cni::CniError> first_error;
   const Json& plugins = conf["plugins"];

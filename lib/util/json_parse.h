@@ -18,4 +18,8 @@ inline constexpr int kMaxDocumentDepth = 256;
 /// levels of arrays or objects are accepted).
 Json parse_json_bounded(const std::string& text, int max_depth = kMaxDocumentDepth);
 
+/// The type of the value parse_json_bounded(text, max_depth) returns — `value_t::discarded` when it
+/// would discard the text — found without building the document: for callers that only check it.
+Json::value_t json_type_bounded(const std::string& text, int max_depth = kMaxDocumentDepth);
+
 }  // namespace manifold::util
