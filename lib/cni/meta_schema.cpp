@@ -173,6 +173,7 @@ const MetaField kFields[] = {
     {"delegateTimeout", T::Int, 1, 3600, put<&M::delegate_timeout_s>},
     {"delegateEnv", T::Custom, 0, 0, nullptr, delegate_env_rule},
     {"apiTimeouts", T::Section, 0, 0, nullptr, nullptr, kApiTimeouts},
+    {"apiPipelining", T::Bool, 0, 0, put<&M::api_pipelining>},
     {"kubeletCheckpointFile", T::String, 0, 0, put<&M::kubelet_checkpoint_file>},
     {"deviceInfoDir", T::String, 0, 0, put<&M::device_info_dir>},
     {"podResourcesSocket", T::String, 0, 0, put<&M::pod_resources_socket>},

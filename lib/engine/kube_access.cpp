@@ -6,6 +6,26 @@
 #include "engine/services.h"
 
 namespace manifold::engine {
+namespace {
+
+/// With apiPipelining off: the transport's requests and streams, a batch sent one request at a time
+/// (HttpTransport's default), for proxies in front of the API server that mishandle pipelining.
+class OneAtATime final : public k8s::HttpTransport {
+ public:
+  explicit OneAtATime(std::unique_ptr<k8s::HttpTransport> inner) : inner_(std::move(inner)) {}
+  k8s::HttpResponse send(const k8s::HttpRequest& request, std::chrono::milliseconds timeout) override {
+    return inner_->send(request, timeout);
+  }
+  k8s::StreamResult stream(const k8s::HttpRequest& request, const k8s::StreamOptions& options,
+                           const std::function<bool(std::string_view)>& on_data) override {
+    return inner_->stream(request, options, on_data);
+  }
+
+ private:
+  std::unique_ptr<k8s::HttpTransport> inner_;
+};
+
+}  // namespace
 
 KubeAccess::KubeAccess(const Services& services, const cni::MetaConfig& config) : services_(services), config_(config) {
   if (services_.find_auth) auth_ = services_.find_auth(config.kubeconfig);
@@ -15,7 +35,10 @@ KubeAccess::~KubeAccess() = default;
 
 k8s::ApiClient KubeAccess::client(int max_attempts) {
   if (!auth_) throw cni::CniError(cni::ErrorCode::Internal, "Kubernetes API used without credentials");
-  if (!transport_) transport_ = services_.open_transport(*auth_);
+  if (!transport_) {
+    transport_ = services_.open_transport(*auth_);
+    if (!config_.api_pipelining) transport_ = std::make_unique<OneAtATime>(std::move(transport_));
+  }
   using std::chrono::milliseconds;
   auto left = milliseconds(config_.api_lookup_deadline_ms) - spent_;
   if (left <= milliseconds(0))

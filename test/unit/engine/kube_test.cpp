@@ -503,3 +503,21 @@ TEST_CASE("kube status: endless conflicts give up after five updates with a clea
   CHECK(f.transport.requests().size() == 9);
   CHECK(f.transport.pending() == 0);
 }
+
+TEST_CASE("kube attachments: apiPipelining false sends a batch one request at a time", "[plugin]") {
+  Fixture f(R"({"apiPipelining":false})");
+  f.transport.push_response(200, nad("default", "a", kMacvlan));
+  f.transport.push_response(200, nad("default", "b", kMacvlan));
+  Json pod = pod_with({{"k8s.v1.cni.cncf.io/networks", "a, b"}});
+  engine::KubeAccess kube(f.services, f.config);
+  k8s::DeviceAllocator devices;
+  auto out = engine::resolve_pod_attachments(f.config, f.inv, kube, pod, devices);
+  REQUIRE(out.size() == 3);
+  CHECK(out[2].name == "default/b");
+  CHECK(f.transport.batches().empty());  // never handed to the transport as a batch
+  CHECK(f.transport.requests().size() == 2);
+  CHECK_FALSE(f.config.api_pipelining);
+  CHECK(manifold::cni::parse_meta_config(Json::parse(R"({"cniVersion":"1.0.0","name":"m","type":"manifold",
+      "delegates":[{"cniVersion":"1.0.0","name":"c","type":"bridge"}]})"))
+            .api_pipelining);
+}
