@@ -97,6 +97,12 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         self.next_pipelined = False
         raw = self.request
         raw.settimeout(core.handshake_timeout)
+        # As Go's net package does for every TCP connection of kube-apiserver: answers to pipelined
+        # requests go out as they are written, not held back by Nagle's algorithm.
+        try:
+            raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
         if self._plain_http(raw):
             return
         try:
