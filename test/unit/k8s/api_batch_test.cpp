@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "k8s/api_client.h"
+#include "k8s/api_harness.h"
 
 using namespace manifold;
 using namespace manifold::k8s;
@@ -23,24 +24,12 @@ std::string status_json(int code, const std::string& reason) {
   return Json{{"kind", "Status"}, {"status", "Failure"}, {"reason", reason}, {"code", code}}.dump();
 }
 
-struct Harness {
-  FakeHttpTransport transport;
-  FakeClock clock;
-  FakeSleeper sleeper{clock};
-  FixedJitter jitter{0.0};
-  util::FakeFileReader files;
-  RetryPolicy policy;
-  ClusterAuth auth;
-
+/// The shared harness with room for the batches' retries: 4 attempts within 10 s.
+struct Harness : testing::ApiHarness {
   Harness() {
-    auth.server = "https://10.0.0.1:6443";
-    auth.token = "tok";
     policy.max_attempts = 4;
-    policy.initial_backoff = milliseconds(200);
-    policy.request_timeout = milliseconds(1000);
     policy.total_deadline = milliseconds(10000);
   }
-  ApiClient client() { return ApiClient(transport, auth, policy, sleeper, clock, files, jitter); }
 };
 
 /// What the outcome would throw, as a CniError (ApiError is one).
@@ -79,7 +68,7 @@ TEST_CASE("ApiClient fetches several NADs in one batch, one outcome each", "[k8s
   CHECK(h.transport.batches() == std::vector<std::size_t>{3});
   CHECK(h.transport.requests()[2].target ==
         "/apis/k8s.cni.cncf.io/v1/namespaces/other/network-attachment-definitions/c");
-  CHECK(h.transport.requests()[1].headers.at(0).second == "Bearer tok");
+  CHECK(h.transport.requests()[1].headers.at(0).second == "Bearer s3cr3t-token");
   CHECK(client.requests_made() == 3);
   CHECK(h.sleeper.waits().empty());
 }

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "k8s/api_client.h"
+#include "k8s/api_harness.h"
 
 using namespace manifold;
 using namespace manifold::k8s;
@@ -23,27 +24,7 @@ std::string status_json(int code, const std::string& reason, const std::string& 
   return s.dump();
 }
 
-/// A client wired to fakes; jitter 0 makes every backoff exactly half its base.
-struct Harness {
-  FakeHttpTransport transport;
-  FakeClock clock;
-  FakeSleeper sleeper{clock};
-  FixedJitter jitter{0.0};
-  util::FakeFileReader files;
-  RetryPolicy policy;
-  ClusterAuth auth;
-
-  Harness() {
-    auth.server = "https://10.0.0.1:6443";
-    auth.token = "s3cr3t-token";
-    policy.max_attempts = 6;
-    policy.initial_backoff = milliseconds(200);
-    policy.max_backoff = milliseconds(2000);
-    policy.request_timeout = milliseconds(1000);
-    policy.total_deadline = milliseconds(3000);
-  }
-  ApiClient client() { return ApiClient(transport, auth, policy, sleeper, clock, files, jitter); }
-};
+using Harness = testing::ApiHarness;
 
 ApiError api_error_of(const std::function<void()>& call) {
   try {
