@@ -12,7 +12,7 @@ using cni::CniError;
 using cni::ErrorCode;
 
 std::optional<k8s::ObjectKey> named_nad(const cni::MetaConfig& config, const std::string& value) {
-  if (value.find('/') != std::string::npos) return std::nullopt;
+  if (value.empty() || value.find('/') != std::string::npos) return std::nullopt;
   return k8s::ObjectKey{config.multus_namespace, value};
 }
 

@@ -19,7 +19,7 @@
 namespace manifold::engine {
 
 /// The NAD a clusterNetwork/defaultNetworks value names: `value` in multusNamespace when it has no
-/// '/' (else it is a file or directory, never a NAD).
+/// '/' (else it is a file or directory, never a NAD); none for an empty value (no such setting).
 std::optional<k8s::ObjectKey> named_nad(const cni::MetaConfig& config, const std::string& value);
 
 /// Fetches NADs once each (a batch of them in one round trip) and turns them into delegate configs.

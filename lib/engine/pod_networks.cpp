@@ -131,7 +131,7 @@ std::vector<k8s::ObjectKey> nads_of_pod(const cni::MetaConfig& config, const cni
     if (!override_value.empty()) {
       auto e = k8s::parse_default_network_annotation(override_value, config.multus_namespace);
       if (e.namespace_ == config.multus_namespace || allowed(e.namespace_)) keys.push_back({e.namespace_, e.name});
-    } else if (!config.cluster_network.empty()) {
+    } else {
       named(config.cluster_network);
     }
   } catch (const CniError&) {}
@@ -307,8 +307,7 @@ std::vector<Attachment> resolve_configured_attachments(const cni::MetaConfig& co
   if (!kube.configured()) return resolve_static_attachments(config, inv);
   NadResolver nads(kube, config);
   std::vector<k8s::ObjectKey> keys;
-  if (auto key = named_nad(config, config.cluster_network); key && !config.cluster_network.empty())
-    keys.push_back(*key);
+  if (auto key = named_nad(config, config.cluster_network)) keys.push_back(*key);
   for (const auto& name : config.default_networks)
     if (auto key = named_nad(config, name)) keys.push_back(*key);
   nads.prefetch(keys);

@@ -35,31 +35,37 @@ PluginCall make_call(const char* command, const DelegateTarget& t, std::string c
   return call;
 }
 
+[[noreturn]] void not_an_object(const std::string& type) {
+  throw cni::CniError(cni::ErrorCode::DelegateFailed,
+                      "plugin " + type + " returned an ADD result that is not a JSON object");
+}
+
 Json parse_result(const std::string& type, const std::string& text) {
   Json j = util::parse_json_bounded(text);
-  if (j.is_discarded() || !j.is_object())
-    throw cni::CniError(cni::ErrorCode::DelegateFailed,
-                        "plugin " + type + " returned an ADD result that is not a JSON object");
+  if (j.is_discarded() || !j.is_object()) not_an_object(type);
   return j;
 }
 
 // parse_result's check alone, for a result nothing reads here (the caller decodes it).
 void check_result(const std::string& type, const std::string& text) {
-  if (util::json_type_bounded(text) != Json::value_t::object)
-    throw cni::CniError(cni::ErrorCode::DelegateFailed,
-                        "plugin " + type + " returned an ADD result that is not a JSON object");
+  if (util::json_type_bounded(text) != Json::value_t::object) not_an_object(type);
+}
+
+// Whether a DEL/CHECK of `version` may be given `cached_result` as prevResult at all (0.4.0+).
+bool prev_result_applies(const std::string& version, const std::string& cached_result) {
+  return !cached_result.empty() && cni::version_at_least(version, 0, 4);
 }
 
 // The result a 0.4.0+ DEL/CHECK gets as prevResult; null when there is none or it is too old.
 Json prev_result_for(const std::string& version, const std::string& cached_result) {
-  if (cached_result.empty() || !cni::version_at_least(version, 0, 4)) return Json();
+  if (!prev_result_applies(version, cached_result)) return Json();
   Json j = util::parse_json_bounded(cached_result);
   return j.is_discarded() ? Json() : j;
 }
 
 // Whether prev_result_for(version, cached_result) is not null, without building it.
 bool has_prev_result(const std::string& version, const std::string& cached_result) {
-  if (cached_result.empty() || !cni::version_at_least(version, 0, 4)) return false;
+  if (!prev_result_applies(version, cached_result)) return false;
   Json::value_t t = util::json_type_bounded(cached_result);
   return t != Json::value_t::discarded && t != Json::value_t::null;
 }
