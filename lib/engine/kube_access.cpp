@@ -33,7 +33,7 @@ KubeAccess::KubeAccess(const Services& services, const cni::MetaConfig& config) 
 
 KubeAccess::~KubeAccess() = default;
 
-k8s::ApiClient KubeAccess::client(int max_attempts) {
+k8s::ApiClient KubeAccess::client() {
   if (!auth_) throw cni::CniError(cni::ErrorCode::Internal, "Kubernetes API used without credentials");
   if (!transport_) {
     transport_ = services_.open_transport(*auth_);
@@ -46,7 +46,7 @@ k8s::ApiClient KubeAccess::client(int max_attempts) {
                         "Kubernetes API calls of this invocation used up their total bound of " +
                             std::to_string(config_.api_lookup_deadline_ms) + " ms (apiTimeouts.total)");
   k8s::RetryPolicy policy;
-  policy.max_attempts = max_attempts > 0 ? max_attempts : config_.api_attempts;
+  policy.max_attempts = config_.api_attempts;
   policy.request_timeout = std::min(milliseconds(config_.api_request_timeout_ms), left);
   policy.total_deadline = std::min(milliseconds(config_.api_call_deadline_ms), left);
   policy.max_backoff = std::min(policy.max_backoff, policy.total_deadline);
@@ -54,8 +54,8 @@ k8s::ApiClient KubeAccess::client(int max_attempts) {
 }
 
 template <class F>
-auto KubeAccess::call(F&& f, int max_attempts) {
-  k8s::ApiClient c = client(max_attempts);
+auto KubeAccess::call(F&& f) {
+  k8s::ApiClient c = client();
   struct Count {
     k8s::ApiClient& c;
     int& total;
@@ -95,12 +95,10 @@ Json KubeAccess::update_pod_status(const std::string& ns, const std::string& nam
 }
 
 void KubeAccess::create_event(const std::string& ns, const Json& event) {
-  call(
-      [&](k8s::ApiClient& c) {
-        c.create_event(ns, event);
-        return 0;
-      },
-      1);
+  call([&](k8s::ApiClient& c) {
+    c.create_event(ns, event);  // sent once: an event is never retried (ApiClient)
+    return 0;
+  });
 }
 
 std::vector<k8s::ApiOutcome> KubeAccess::create_events(const std::string& ns, const std::vector<Json>& events) {

@@ -60,9 +60,9 @@ class KubeAccess {
   std::chrono::milliseconds api_time() const { return spent_; }
 
  private:
-  k8s::ApiClient client(int max_attempts);
+  k8s::ApiClient client();
   template <class F>
-  auto call(F&& f, int max_attempts = 0);
+  auto call(F&& f);
 
   const Services& services_;
   const cni::MetaConfig& config_;
