@@ -8,6 +8,7 @@
 #include "engine/pod_networks.h"
 #include "k8s/pod_object.h"
 #include "k8s/selection.h"
+#include "k8s/tls_session_store.h"
 #include "util/log.h"
 
 namespace manifold::agent {
@@ -81,7 +82,7 @@ int Agent::run(const std::function<bool()>& stop) {
     util::log_error("agent: no Kubernetes credentials (no --kubeconfig and not running in a cluster)");
     return 1;
   }
-  transport_ = services_.open_transport(*auth);
+  transport_ = services_.open_transport(*auth, k8s::tls_session_dir(options_.cni_dir));
   api_ = std::make_unique<k8s::ApiClient>(*transport_, *auth, k8s::RetryPolicy{}, *services_.sleeper, *services_.clock);
   util::log_verbose("agent: watching the pods of node ", options_.node_name);
   int failures = 0;

@@ -199,8 +199,9 @@ Reconciler::Reconciler(const engine::Services& services, ReconcilerOptions optio
     : services_(services), options_(std::move(options)) {
   // One connection for all: a reconcile opens its KubeAccess through this factory, which hands out
   // views of the same transport instead of a new TLS connection each time.
-  services_.open_transport = [this, open = services.open_transport](const k8s::ClusterAuth& auth) {
-    if (!transport_) transport_ = open(auth);
+  services_.open_transport = [this, open = services.open_transport](const k8s::ClusterAuth& auth,
+                                                                    const std::string& session_dir) {
+    if (!transport_) transport_ = open(auth, session_dir);
     return std::unique_ptr<k8s::HttpTransport>(std::make_unique<SharedTransport>(transport_));
   };
 }

@@ -4,6 +4,7 @@
 
 #include "cni/error.h"
 #include "engine/services.h"
+#include "k8s/tls_session_store.h"
 
 namespace manifold::engine {
 namespace {
@@ -36,7 +37,7 @@ KubeAccess::~KubeAccess() = default;
 k8s::ApiClient KubeAccess::client() {
   if (!auth_) throw cni::CniError(cni::ErrorCode::Internal, "Kubernetes API used without credentials");
   if (!transport_) {
-    transport_ = services_.open_transport(*auth_);
+    transport_ = services_.open_transport(*auth_, k8s::tls_session_dir(config_.cni_dir));
     if (!config_.api_pipelining) transport_ = std::make_unique<OneAtATime>(std::move(transport_));
   }
   using std::chrono::milliseconds;

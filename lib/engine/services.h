@@ -41,8 +41,10 @@ struct Services {
   std::function<bool(const std::string& path)> file_exists;
   /// Finds Kubernetes credentials: the kubeconfig path (may be ""), else in-cluster; nullopt = none.
   std::function<std::optional<k8s::ClusterAuth>(const std::string& kubeconfig)> find_auth;
-  /// Opens the HTTPS transport to the API server (no I/O until the first request).
-  std::function<std::unique_ptr<k8s::HttpTransport>(const k8s::ClusterAuth&)> open_transport;
+  /// Opens the HTTPS transport to the API server (no I/O until the first request), resuming TLS
+  /// sessions stored in the given directory (k8s::tls_session_dir of the cniDir; "" = none).
+  std::function<std::unique_ptr<k8s::HttpTransport>(const k8s::ClusterAuth&, const std::string& tls_session_dir)>
+      open_transport;
   /// Sleeps between API retries and while polling for the readiness indicator file.
   std::shared_ptr<util::Sleeper> sleeper;
   /// Measures API deadlines.

@@ -138,12 +138,46 @@ void run_until(asio::io_context& ioc, TlsStream* stream, const OpResult& op, Ste
   }
 }
 
-TlsConnector::TlsConnector(ClusterAuth auth)
-    : auth_(std::move(auth)), url_(parse_server_url(auth_.server)), server_(url_.to_string()) {}
+TlsConnector::TlsConnector(ClusterAuth auth, std::shared_ptr<TlsSessionStore> sessions)
+    : auth_(std::move(auth)),
+      url_(parse_server_url(auth_.server)),
+      server_(url_.to_string()),
+      resumption_(auth_, std::move(sessions)) {}
 
 void TlsConnector::config_error(const std::string& what, const beast::error_code& ec) const {
   throw cni::CniError(cni::ErrorCode::InvalidConfig,
                       "Kubernetes TLS configuration for " + server_ + ": " + what + ": " + ec.message());
+}
+
+void TlsConnector::load_trust(ssl::context& ctx) const {
+  beast::error_code ec;
+  if (!auth_.ca_pem.empty()) {
+    ctx.add_certificate_authority(asio::buffer(auth_.ca_pem), ec);
+    if (ec) config_error("cannot load the certificate authority", ec);
+  } else {
+    util::log_verbose("no certificate authority configured for ", server_, "; using the system trust store");
+    ctx.set_default_verify_paths(ec);
+    if (ec) config_error("cannot load the system trust store", ec);
+  }
+}
+
+bool TlsConnector::load_deferred_trust() noexcept {
+  std::lock_guard lock(trust_mu_);
+  if (!trust_loaded_ && trust_error_.empty()) {
+    try {
+      load_trust(*ctx_);
+      trust_loaded_ = true;
+    } catch (const std::exception& e) {
+      trust_error_ = e.what();
+    }
+  }
+  return trust_loaded_;
+}
+
+int TlsConnector::verify_with_deferred_trust(X509_STORE_CTX* store_ctx, void* arg) {
+  // Reached only when the server presented its certificate: it declined the stored session.
+  if (!static_cast<TlsConnector*>(arg)->load_deferred_trust()) return 0;
+  return X509_verify_cert(store_ctx);
 }
 
 void TlsConnector::ensure_initialized() {
@@ -155,18 +189,16 @@ void TlsConnector::ensure_initialized() {
     // Never let OpenSSL prompt on a terminal for the pass phrase of an encrypted key.
     c->set_password_callback([](std::size_t, ssl::context::password_purpose) { return std::string(); });
     beast::error_code ec;
+    const bool resuming = resumption_.load();
     if (auth_.insecure_skip_tls_verify) {
       c->set_verify_mode(ssl::verify_none);
     } else {
       c->set_verify_mode(ssl::verify_peer);
-      if (!auth_.ca_pem.empty()) {
-        c->add_certificate_authority(asio::buffer(auth_.ca_pem), ec);
-        if (ec) config_error("cannot load the certificate authority", ec);
-      } else {
-        util::log_verbose("no certificate authority configured for ", server_, "; using the system trust store");
-        c->set_default_verify_paths(ec);
-        if (ec) config_error("cannot load the system trust store", ec);
-      }
+      // The stored session is bound to these CA bytes, which loaded when it was made.
+      if (resuming && !auth_.ca_pem.empty())
+        SSL_CTX_set_cert_verify_callback(c->native_handle(), &TlsConnector::verify_with_deferred_trust, this);
+      else
+        load_trust(*c);
     }
     if (!auth_.client_cert_pem.empty()) {
       c->use_certificate_chain(asio::buffer(auth_.client_cert_pem), ec);
@@ -179,6 +211,7 @@ void TlsConnector::ensure_initialized() {
             "Kubernetes TLS configuration for " + server_ + ": the client key does not match the client certificate");
       if (ec) config_error("cannot load the client key (it must be an unencrypted PEM key)", ec);
     }
+    resumption_.capture(c->native_handle());
     ctx_ = std::move(c);
     initialized_ = true;
   });
@@ -237,6 +270,7 @@ std::unique_ptr<TlsStream> TlsConnector::connect(asio::io_context& ioc, SteadyTi
   std::vector<tcp::endpoint> endpoints = resolve(deadline, timeout, ticker);
   auto stream = std::make_unique<TlsStream>(ioc, *ctx_);
   set_up_verification(*stream);
+  resumption_.offer(stream->native_handle());
   auto& tcp_layer = beast::get_lowest_layer(*stream);
   tcp_layer.expires_at(deadline);
   auto op = std::make_shared<OpResult>();
@@ -260,12 +294,17 @@ void TlsConnector::handshake(asio::io_context& ioc, TlsStream& stream, SteadyTim
   if (timed_out(op->ec))
     fail(Kind::Timeout, "TLS handshake with Kubernetes API server " + server_ + " took longer than " + to_ms(timeout));
   if (op->ec) {
+    {
+      std::lock_guard lock(trust_mu_);
+      if (!trust_error_.empty()) throw cni::CniError(cni::ErrorCode::InvalidConfig, trust_error_);
+    }
     long verify = SSL_get_verify_result(stream.native_handle());
     if (verify != X509_V_OK)
       fail(Kind::TlsVerify, "TLS certificate of Kubernetes API server " + server_ +
                                 " rejected: " + X509_verify_cert_error_string(verify));
     fail(Kind::Tls, "TLS handshake with Kubernetes API server " + server_ + " failed: " + op->ec.message());
   }
+  resumption_.handshake_done(stream.native_handle());
 }
 
 }  // namespace manifold::k8s::beast_detail

@@ -24,6 +24,8 @@
 
 #include "k8s/http.h"
 #include "k8s/kubeconfig.h"
+#include "k8s/tls_resumption.h"
+#include "k8s/tls_session_store.h"
 
 namespace manifold::k8s::beast_detail {
 
@@ -99,15 +101,21 @@ void cancel_and_wait(boost::asio::io_context& ioc, TlsStream& stream, const OpRe
 /// Opens verified TLS connections to one API server. connect() may run on several threads at once.
 class TlsConnector {
  public:
-  /// Validates the server URL (CniError(InvalidConfig) when invalid); creates no TLS state.
-  explicit TlsConnector(ClusterAuth auth);
+  /// Validates the server URL (CniError(InvalidConfig) when invalid); creates no TLS state. With
+  /// `sessions`, TLS sessions are resumed across invocations (tls_resumption.h).
+  TlsConnector(ClusterAuth auth, std::shared_ptr<TlsSessionStore> sessions);
   /// The parsed server URL.
   const ServerUrl& url() const { return url_; }
   /// The server URL as text, for messages.
   const std::string& server() const { return server_; }
   /// Creates the OpenSSL context on first use. Throws CniError(InvalidConfig) when the CA or the
-  /// client certificate cannot be loaded.
+  /// client certificate cannot be loaded. When a stored session will be offered, the CA is loaded
+  /// only if the server declines it (a full handshake needs it; a resumed one verifies no chain).
   void ensure_initialized();
+  /// Stores the session a full handshake of this invocation received (best effort, once).
+  void persist_session() { resumption_.persist(); }
+  /// Handshakes that resumed a stored session so far.
+  int resumed_handshakes() const { return resumption_.resumed(); }
   /// True once the OpenSSL context exists.
   bool initialized() const { return initialized_.load(); }
   /// TCP connections opened so far.
@@ -125,11 +133,18 @@ class TlsConnector {
   void handshake(boost::asio::io_context& ioc, TlsStream& stream, SteadyTime deadline,
                  std::chrono::milliseconds timeout, Ticker* ticker);
   [[noreturn]] void config_error(const std::string& what, const boost::system::error_code& ec) const;
+  void load_trust(boost::asio::ssl::context& ctx) const;
+  bool load_deferred_trust() noexcept;
+  static int verify_with_deferred_trust(X509_STORE_CTX* store_ctx, void* arg);
 
   ClusterAuth auth_;
   ServerUrl url_;
   std::string server_;
   std::once_flag init_once_;
+  TlsResumption resumption_;  // declared before ctx_, whose callbacks use it, so it outlives ctx_
+  std::mutex trust_mu_;
+  bool trust_loaded_ = false;
+  std::string trust_error_;
   std::unique_ptr<boost::asio::ssl::context> ctx_;
   std::atomic<bool> initialized_{false};
   std::atomic<int> connections_{0};

@@ -214,7 +214,7 @@ struct BeastTransport::Impl {
   std::unique_ptr<TlsStream> stream;
   beast::flat_buffer buffer;
 
-  explicit Impl(ClusterAuth a) : connector(std::move(a)) {}
+  Impl(ClusterAuth a, std::shared_ptr<TlsSessionStore> sessions) : connector(std::move(a), std::move(sessions)) {}
 
   void close() {
     if (stream) {
@@ -324,6 +324,7 @@ struct BeastTransport::Impl {
       close();
       throw;
     }
+    connector.persist_session();  // a TLS 1.3 session arrives with the first answer
     return out;
   }
 
@@ -348,7 +349,8 @@ struct BeastTransport::Impl {
   }
 };
 
-BeastTransport::BeastTransport(ClusterAuth auth) : impl_(std::make_unique<Impl>(std::move(auth))) {}
+BeastTransport::BeastTransport(ClusterAuth auth, std::shared_ptr<TlsSessionStore> sessions)
+    : impl_(std::make_unique<Impl>(std::move(auth), std::move(sessions))) {}
 
 BeastTransport::~BeastTransport() = default;
 
@@ -369,5 +371,7 @@ StreamResult BeastTransport::stream(const HttpRequest& request, const StreamOpti
 bool BeastTransport::tls_initialized() const { return impl_->connector.initialized(); }
 
 int BeastTransport::connections_opened() const { return impl_->connector.connections(); }
+
+int BeastTransport::resumed_handshakes() const { return impl_->connector.resumed_handshakes(); }
 
 }  // namespace manifold::k8s

@@ -19,6 +19,7 @@
 #include "k8s/http.h"
 #include "k8s/http_wire.h"
 #include "k8s/kubeconfig.h"
+#include "k8s/tls_session_store.h"
 
 namespace manifold::k8s {
 
@@ -32,8 +33,9 @@ class BeastTransport final : public HttpTransport {
   static constexpr std::size_t kMaxHeaderBytes = 64u << 10;
 
   /// Validates the server URL (CniError(InvalidConfig) when invalid). Opens nothing and creates no
-  /// TLS state.
-  explicit BeastTransport(ClusterAuth auth);
+  /// TLS state. With `sessions`, TLS sessions are resumed across invocations: the stored session of
+  /// this server and client identity is offered, and a full handshake's new session is stored.
+  explicit BeastTransport(ClusterAuth auth, std::shared_ptr<TlsSessionStore> sessions = nullptr);
   /// Closes the connection, if any.
   ~BeastTransport() override;
   BeastTransport(const BeastTransport&) = delete;
@@ -64,6 +66,8 @@ class BeastTransport final : public HttpTransport {
   bool tls_initialized() const;
   /// TCP connections opened so far (by send() and by stream()).
   int connections_opened() const;
+  /// Handshakes that resumed a stored TLS session so far.
+  int resumed_handshakes() const;
 
  private:
   struct Impl;

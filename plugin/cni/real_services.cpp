@@ -7,6 +7,7 @@
 #include "firewall/runner.h"
 #include "k8s/beast_transport.h"
 #include "k8s/pod_resources.h"
+#include "k8s/tls_session_store.h"
 #include "netlink/real_net_ops.h"
 #include "store/cache.h"
 #include "util/clock.h"
@@ -39,8 +40,11 @@ engine::Services real_services(exec::ProcessRunner& runner) {
     util::ProcessEnv env;
     return k8s::find_cluster_auth(kubeconfig, env, *files);
   };
-  s.open_transport = [](const k8s::ClusterAuth& auth) -> std::unique_ptr<k8s::HttpTransport> {
-    return std::make_unique<k8s::BeastTransport>(auth);
+  s.open_transport = [files = s.files, writer = s.file_writer](
+                         const k8s::ClusterAuth& auth,
+                         const std::string& session_dir) -> std::unique_ptr<k8s::HttpTransport> {
+    auto sessions = session_dir.empty() ? nullptr : std::make_shared<k8s::TlsSessionStore>(session_dir, files, writer);
+    return std::make_unique<k8s::BeastTransport>(auth, std::move(sessions));
   };
   s.sleeper = std::make_shared<util::RealSleeper>();
   s.clock = std::make_shared<util::SteadyClock>();

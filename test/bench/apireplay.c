@@ -10,7 +10,11 @@
  * it under benchexec from fork to reaping, exactly as it runs manifold.
  *
  *   apireplay --server https://HOST:PORT --ca CA.pem [--address IP] [--token-file FILE]
- *             [--cert CERT.pem --key KEY.pem] REQUESTS
+ *             [--cert CERT.pem --key KEY.pem] [--session FILE] REQUESTS
+ *
+ * With --session FILE it resumes TLS sessions across runs as manifold does: the session stored in
+ * FILE (PEM) by an earlier run is offered, the CA is then loaded only if the server declines it (to
+ * verify the full handshake), and the session of a full handshake is written to FILE (0600).
  *
  * --address is the IP to connect to when HOST is a name (no resolver: the floor is the API
  * conversation itself). REQUESTS holds, per request: a line "METHOD TARGET BODY_LENGTH [pipelined]",
@@ -24,6 +28,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <stdarg.h>
@@ -32,6 +37,8 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_FILE (64u << 20)
@@ -178,6 +185,46 @@ static void tls_fail(const char *what, SSL *ssl, int ret) {
   die("%s failed (SSL error %d, errno %s)", what, err, strerror(errno));
 }
 
+/* ---- session resumption across runs ---------------------------------------------------------- */
+
+static SSL_SESSION *load_session(const char *path) {
+  FILE *f = path ? fopen(path, "r") : NULL;
+  if (!f) return NULL;
+  SSL_SESSION *s = PEM_read_SSL_SESSION(f, NULL, NULL, NULL);
+  fclose(f);
+  if (s && (SSL_SESSION_is_resumable(s) != 1 ||
+            (time_t)SSL_SESSION_get_time(s) + (time_t)SSL_SESSION_get_timeout(s) <= time(NULL))) {
+    SSL_SESSION_free(s);
+    s = NULL;
+  }
+  return s;
+}
+
+static void save_session(const char *path, SSL *ssl) {
+  SSL_SESSION *s = SSL_get1_session(ssl);
+  if (!s) return;
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
+  FILE *f = fopen(tmp, "w");
+  if (f) {
+    fchmod(fileno(f), 0600);
+    int ok = PEM_write_SSL_SESSION(f, s) == 1;
+    if (fclose(f) == 0 && ok) rename(tmp, path);
+    else unlink(tmp);
+  }
+  SSL_SESSION_free(s);
+}
+
+/* Verification when the CA was deferred: reached only when the server presented its certificate. */
+static int verify_with_deferred_ca(X509_STORE_CTX *store_ctx, void *ca) {
+  static int loaded = 0;
+  if (!loaded && X509_STORE_load_file(X509_STORE_CTX_get0_store(store_ctx), (const char *)ca) != 1) return 0;
+  loaded = 1;
+  return X509_verify_cert(store_ctx);
+}
+
+static SSL_SESSION *offered; /* the stored session, offered on every connection */
+
 static void conn_open(struct conn *c, SSL_CTX *ctx, const struct sockaddr_storage *addr, socklen_t addr_len,
                       const char *host, int host_is_ip) {
   c->fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -193,6 +240,7 @@ static void conn_open(struct conn *c, SSL_CTX *ctx, const struct sockaddr_storag
   int ok = host_is_ip ? X509_VERIFY_PARAM_set1_ip_asc(param, host) : X509_VERIFY_PARAM_set1_host(param, host, 0);
   if (ok != 1) die("cannot set up host verification for %s", host);
   if (SSL_set_fd(c->ssl, c->fd) != 1) die("SSL_set_fd");
+  if (offered) SSL_set_session(c->ssl, offered);
   int ret = SSL_connect(c->ssl);
   if (ret != 1) tls_fail("TLS handshake", c->ssl, ret);
   c->start = c->end = 0;
@@ -324,14 +372,14 @@ static int read_answer(struct conn *c, int *keep_alive) {
 
 static void usage(void) {
   fputs("usage: apireplay --server https://HOST:PORT --ca CA.pem [--address IP] [--token-file FILE]\n"
-        "                 [--cert CERT.pem --key KEY.pem] REQUESTS\n",
+        "                 [--cert CERT.pem --key KEY.pem] [--session FILE] REQUESTS\n",
         stderr);
   exit(2);
 }
 
 int main(int argc, char **argv) {
   const char *server = NULL, *ca = NULL, *address = NULL, *token_file = NULL, *cert = NULL, *key = NULL;
-  const char *requests_path = NULL;
+  const char *requests_path = NULL, *session_path = NULL;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i];
     const char **slot = strcmp(a, "--server") == 0       ? &server
@@ -340,6 +388,7 @@ int main(int argc, char **argv) {
                         : strcmp(a, "--token-file") == 0 ? &token_file
                         : strcmp(a, "--cert") == 0       ? &cert
                         : strcmp(a, "--key") == 0        ? &key
+                        : strcmp(a, "--session") == 0    ? &session_path
                                                          : NULL;
     if (slot) {
       if (i + 1 >= argc) usage();
@@ -419,13 +468,18 @@ int main(int argc, char **argv) {
   if (!ctx) die("SSL_CTX_new");
   if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) die("cannot require TLS 1.2");
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-  if (SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1) die("cannot load the CA file %s", ca);
+  offered = load_session(session_path);
+  if (offered)
+    SSL_CTX_set_cert_verify_callback(ctx, verify_with_deferred_ca, (void *)ca);
+  else if (SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1)
+    die("cannot load the CA file %s", ca);
   if (cert) {
     if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) die("cannot load the client certificate %s", cert);
     if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) die("cannot load the client key %s", key);
     if (SSL_CTX_check_private_key(ctx) != 1) die("the client key does not match the client certificate");
   }
 
+  int session_saved = !session_path;
   struct conn c = {.ssl = NULL, .fd = -1};
   conn_open(&c, ctx, &addr, addr_len, host, host_is_ip);
   for (size_t i = 0; i < count;) {
@@ -457,6 +511,10 @@ int main(int argc, char **argv) {
       int keep_alive;
       int status = read_answer(&c, &keep_alive);
       if (status >= 400) die("request %zu (%s %s): HTTP status %d", i + 1, requests[i].method, requests[i].target, status);
+      if (!session_saved) { /* a TLS 1.3 session arrives with the first answer */
+        session_saved = 1;
+        if (SSL_session_reused(c.ssl) != 1) save_session(session_path, c.ssl);
+      }
       if (!keep_alive) {
         conn_close(&c);
         if (i + 1 < end) die("the server closed the connection in the middle of a pipelined batch");
@@ -464,6 +522,7 @@ int main(int argc, char **argv) {
     }
   }
   conn_close(&c);
+  SSL_SESSION_free(offered);
   SSL_CTX_free(ctx);
   for (size_t i = 0; i < count; ++i) {
     free(requests[i].target);

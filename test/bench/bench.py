@@ -505,6 +505,8 @@ class Kube:
         # A request the double had received before it answered the one before it on the connection
         # was pipelined: it cost no round trip of its own.
         out["round_trips"] = sum(1 for e in entries if not e.get("pipelined", False))
+        # Every request went over a TLS session resumed from an earlier invocation.
+        out["tls_resumed"] = bool(entries) and all(e.get("tls_resumed", False) for e in entries)
         return out
 
     def prepare(self, entries):
@@ -575,7 +577,7 @@ class Kube:
                         f.write(("%s: %s\n" % (k, v)).encode())
                 f.write(b"\n" + data)
         return [world.apireplay, "--server", self.api.url, "--ca", self.api.ca_file,
-                "--token-file", self.token_file, path]
+                "--token-file", self.token_file, "--session", os.path.join(world.work, "apireplay.session"), path]
 
 
 def scenario_k8s(world, args, kube, k):
@@ -1113,8 +1115,9 @@ def print_table(rows):
             fmt(r.get("cpu_ms") and r["cpu_ms"]["median"]),
             "-" if "rss_peak_bytes" not in r else "%.2f MB (%.2f)" % (
                 r["rss_peak_bytes"] / MB, r.get("anon_peak_bytes", 0) / MB),
-            "-" if not req else "%d (%d+%dev) %drt" % (req["total"], req["lookups_and_status"], req["events"],
-                                                      req.get("round_trips", req["total"]))))
+            "-" if not req else "%d (%d+%dev) %drt%s" % (req["total"], req["lookups_and_status"], req["events"],
+                                                        req.get("round_trips", req["total"]),
+                                                        " tls-resumed" if req.get("tls_resumed") else "")))
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(head))]
     print("times in ms: median and p90 wall time of the runs; floor = the delegates alone (or the "
           "variant named);\noverhead = total - floor, paired per iteration; ratio = overhead / floor; api warm = "

@@ -10,6 +10,7 @@ deleted or the API down, and from the pod and its NADs when the cache is gone.
 import json
 import os
 import shutil
+import stat
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -69,6 +70,26 @@ class K8sApiTest(K8sTestCase):
         self.api.clear_requests()
         self.assertOk(self.delete())
         self.assertEqual(self.requests(), [])
+        self.assertNothingLeft()
+
+    def test_the_next_invocation_resumes_the_tls_session(self):
+        self.add_standard_pod()
+        self.write_k8s()
+        self.assertOk(self.add())
+        self.assertEqual({e["tls_resumed"] for e in self.requests()}, {False}, "first call: full handshake")
+        sessions = self.tree.tls_session_files()
+        self.assertEqual(len(sessions), 1, sessions)
+        st = os.stat(os.path.join(self.tree.cni_dir, sessions[0]))
+        self.assertEqual(stat.S_IMODE(st.st_mode), 0o600)
+        self.assertOk(self.delete())
+        self.api.clear_requests()
+        self.assertOk(self.add())
+        log = self.requests()
+        self.assertEqual(len(api_paths(log)), 4)
+        self.assertEqual({e["tls_resumed"] for e in log}, {True}, "the second ADD resumed the stored session")
+        self.assertEqual({e["user"] for e in log}, {self.api.user})
+        self.assertEqual(self.tree.tls_session_files(), sessions, "a resumed session is not stored again")
+        self.assertOk(self.delete())
         self.assertNothingLeft()
 
     def test_put_reuses_the_resource_version_of_the_get(self):
@@ -239,6 +260,9 @@ class K8sApiTest(K8sTestCase):
             log = self.requests()
             self.assertEqual({e["auth"] for e in log}, {"cert"}, form)
             self.assertEqual({e["user"] for e in log}, {self.api.user}, form)
+            # The same certificate and key bytes, read from files or from the kubeconfig: the second
+            # call resumes the first one's session, still authenticated by the certificate.
+            self.assertEqual({e["tls_resumed"] for e in log}, {form == "data"}, form)
             self.assertEqual(len(api_paths(log)), 3)
             self.assertOk(self.delete())
             self.assertNothingLeft()

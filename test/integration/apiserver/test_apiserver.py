@@ -648,6 +648,26 @@ class LogAndKeepAliveTest(DoubleTestCase):
         self.assertEqual([e["pipelined"] for e in entries], [False, True, True, False])
         self.assertEqual([e["conn_request"] for e in entries], [1, 2, 3, 4])
 
+    def test_log_marks_requests_on_resumed_tls_sessions(self) -> None:
+        context = self.api.ssl_context()
+
+        def one_get(session: Optional[ssl.SSLSession]) -> ssl.SSLSession:
+            raw = socket.create_connection(("127.0.0.1", self.api.port), timeout=GUARD)
+            sock = context.wrap_socket(raw, server_hostname="127.0.0.1", session=session)
+            try:
+                send_get(sock, self.api, POD, token=self.api.token)
+                f = sock.makefile("rb")
+                self.assertEqual(int(f.readline().split()[1]), 200)
+                return sock.session  # a TLS 1.3 ticket arrives with the answer
+            finally:
+                sock.close()
+
+        session = one_get(None)
+        one_get(session)
+        entries = self.api.requests()
+        self.assertEqual([e["tls_resumed"] for e in entries], [False, True])
+        self.assertEqual([c["tls_resumed"] for c in self.api.connections()], [False, True])
+
     def test_log_records_method_path_query_and_body(self) -> None:
         pod = self.api.get_pod("default", "web")
         self.call("GET", NADS + "?limit=5")

@@ -5,7 +5,8 @@ routing table and policy-routing rules, and for the pod (where manifold writes t
 non-built-in chains of every table of both iptables backends (legacy and nft) for IPv4 and IPv6;
 and on disk every entry under cniDir (any
 file, and any directory but the top-level `.tmp`: the cache layout may change, so no file name is
-assumed), the host-local reservations, the runtime's (libcni's) cache entries and the device-info
+assumed; the top-level `.tls` holds the node's stored TLS session, not a container's state, and is
+left out), the host-local reservations, the runtime's (libcni's) cache entries and the device-info
 files. Link-local IPv6 addresses and routes are left out: they come and go with their links, which
 are compared themselves. differences() lists what was added to or removed from a baseline.
 
@@ -177,13 +178,16 @@ def netns_states(namespaces, node):
     return states
 
 
-def _entries(directory, allowed_dirs=()):
-    """Relative paths of every entry under directory, except the allowed top-level directories."""
+def _entries(directory, allowed_dirs=(), ignored_trees=()):
+    """Relative paths of every entry under directory, except the allowed top-level directories and
+    the top-level trees ignored with all they hold."""
     out = []
     if not directory or not os.path.isdir(directory):
         return out
     for dirpath, dirs, files in os.walk(directory):
         rel = os.path.relpath(dirpath, directory)
+        if rel == ".":
+            dirs[:] = [d for d in dirs if d not in ignored_trees]
         for name in dirs:
             path = os.path.normpath(os.path.join(rel, name))
             if path not in allowed_dirs:
@@ -195,7 +199,7 @@ def _entries(directory, allowed_dirs=()):
 def file_state(places):
     """cniDir entries, host-local reservations, libcni cache entries, device-info files."""
     return {
-        "cniDir": _entries(places.cni_dir, allowed_dirs=(".tmp",)),
+        "cniDir": _entries(places.cni_dir, allowed_dirs=(".tmp",), ignored_trees=(".tls",)),
         "host-local reservations": reservations(places.ipam_dir),
         "libcni cache": _entries(places.libcni_cache),
         "device-info files": [e for e in _entries(places.device_info_dir) if not e.endswith("/")],

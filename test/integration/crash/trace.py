@@ -37,6 +37,7 @@ STRACE = shutil.which("strace") or "/usr/bin/strace"
 
 _LINE_RE = re.compile(r"^(?P<name>[a-z_0-9]+)\((?P<args>.*)\)\s+=\s+(?P<result>.*)$")
 _FD_RE = re.compile(r"^(?P<fd>-?\d+)(?:<(?P<what>[^>]*)>)?")
+_MKOSTEMP_RE = re.compile(r"\.tmp-[A-Za-z0-9]{6}\b")
 _NUMBERS_RE = re.compile(r"0x[0-9a-fA-F]+|\d+")
 # A path argument: a quoted string starting with "/" that is a whole value (the first argument,
 # one after ", ", an argv element after "[", a socket's sun_path). Inside a quoted data argument
@@ -104,12 +105,14 @@ class Call:
     def shape(self):
         """What identifies the call across runs, from what strace decodes at its entry (a killed
         or failed call's output arguments are not decoded): its name, the kind or path of its fd
-        and its path arguments, every number blanked (pids in temp names, inode numbers)."""
+        and its path arguments, every number blanked (pids in temp names, inode numbers) and the
+        random suffix of mkostemp's temp names (util::write_file_atomic) too."""
         fd = self.fd_decoration or ""
         if not fd.startswith("/"):
             fd = re.split(r"[:\[]", fd, maxsplit=1)[0]
         paths = _PATH_ARG_RE.findall(self.args)
-        return _NUMBERS_RE.sub("#", "%s(%s %s)" % (self.name, fd, " ".join(paths)))
+        text = _MKOSTEMP_RE.sub(".tmp-XXXXXX", "%s(%s %s)" % (self.name, fd, " ".join(paths)))
+        return _NUMBERS_RE.sub("#", text)
 
     def paths(self):
         """Every absolute path the call names: quoted path arguments and its fd's file."""

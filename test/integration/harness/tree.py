@@ -80,8 +80,13 @@ class TempTree:
         return reservations(self.ipam_dir)
 
     def cache_files(self):
-        """manifold's cache files under cniDir (lock files excluded)."""
-        return cache_files(self.cni_dir)
+        """manifold's cache files under cniDir (lock files and stored TLS sessions excluded: a TLS
+        session belongs to the node's API server identity, not to a container)."""
+        return [f for f in cache_files(self.cni_dir) if not f.startswith(TLS_SESSION_DIR + "/")]
+
+    def tls_session_files(self):
+        """The TLS sessions manifold stored under cniDir (one per API server identity)."""
+        return [f for f in cache_files(self.cni_dir) if f.startswith(TLS_SESSION_DIR + "/")]
 
     def libcni_cache_files(self):
         """The driver's (libcni's) cached results."""
@@ -121,6 +126,9 @@ def reservations(ipam_dir):
             if _is_ip(name):
                 out.append(os.path.relpath(os.path.join(dirpath, name), ipam_dir))
     return sorted(out)
+
+
+TLS_SESSION_DIR = ".tls"
 
 
 def is_lock_file(name):

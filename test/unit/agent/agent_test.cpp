@@ -86,7 +86,7 @@ struct World {
       auth.token = "agent-token";
       return std::optional<manifold::k8s::ClusterAuth>(auth);
     };
-    services.open_transport = [this](const manifold::k8s::ClusterAuth&) {
+    services.open_transport = [this](const manifold::k8s::ClusterAuth&, const std::string&) {
       return std::make_unique<ScriptedApi>(api, done);
     };
     services.sleeper = sleeper;

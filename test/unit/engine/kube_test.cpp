@@ -45,6 +45,7 @@ class SharedTransport final : public k8s::HttpTransport {
 
 struct Fixture {
   k8s::FakeHttpTransport transport;
+  std::vector<std::string> session_dirs;
   std::shared_ptr<util::FakeClock> clock = std::make_shared<util::FakeClock>();
   plugin::Services services;
   cni::MetaConfig config;
@@ -57,7 +58,9 @@ struct Fixture {
       auth.token = "secret-token";
       return std::optional<k8s::ClusterAuth>(auth);
     };
-    services.open_transport = [this](const k8s::ClusterAuth&) -> std::unique_ptr<k8s::HttpTransport> {
+    services.open_transport = [this](const k8s::ClusterAuth&,
+                                     const std::string& session_dir) -> std::unique_ptr<k8s::HttpTransport> {
+      session_dirs.push_back(session_dir);
       return std::make_unique<SharedTransport>(transport);
     };
     services.clock = clock;
@@ -115,6 +118,8 @@ TEST_CASE("kube attachments: JSON selection fields reach runtimeConfig and CNI_A
   CHECK(a.extra_args == std::vector<Pair>{{"IP", "198.51.100.42/24"}, {"MAC", "02:00:5e:10:00:42"}});
   CHECK(out[0].runtime_config.empty());
   CHECK(kube.requests_made() == 1);
+  // One transport, resuming the TLS sessions kept beside the cache.
+  CHECK(f.session_dirs == std::vector<std::string>{f.config.cni_dir + "/.tls"});
 }
 
 TEST_CASE("kube attachments: a NAD listed twice is fetched once and attached twice", "[plugin]") {

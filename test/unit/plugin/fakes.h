@@ -181,6 +181,7 @@ class World {
   std::vector<std::string> cache_dirs, opened_netns, auth_lookups;
   /// Transports opened.
   int transports_opened = 0;
+  std::vector<std::string> tls_session_dirs;  ///< the session directory of each transport opened
 
   TempDir bin;   ///< binDir with the fake plugin executables
   TempDir work;  ///< holds the netns files
@@ -261,8 +262,10 @@ class World {
       auth_lookups.push_back(kubeconfig);
       return auth;
     };
-    s.open_transport = [this](const k8s::ClusterAuth&) -> std::unique_ptr<k8s::HttpTransport> {
+    s.open_transport = [this](const k8s::ClusterAuth&,
+                              const std::string& session_dir) -> std::unique_ptr<k8s::HttpTransport> {
       ++transports_opened;
+      tls_session_dirs.push_back(session_dir);
       return std::make_unique<ForwardingTransport>(http);
     };
     s.sleeper = sleeper;

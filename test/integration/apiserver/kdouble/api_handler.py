@@ -9,7 +9,8 @@ or, for non-resource paths, version, health and discovery. Responses are compact
 HTML escaping, a correct Content-Length and real `Status` bodies for errors; each is logged before
 it is written. A watch is logged when it starts and then streamed by watch_stream.py. A request
 that arrived before the answer to the previous one on its connection was written is logged as
-`pipelined`: it cost the client no round trip of its own.
+`pipelined`: it cost the client no round trip of its own. A request on a connection whose TLS
+handshake resumed an earlier session is logged as `tls_resumed`.
 """
 
 from __future__ import annotations
@@ -93,6 +94,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         self.core = core
         self.conn_id = core.journal.open_connection(self.client_address)
         self.tls_ok = False
+        self.tls_resumed = False
         self.cert_user: Optional[str] = None
         self.next_pipelined = False
         raw = self.request
@@ -111,9 +113,10 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             core.journal.connection_tls(self.conn_id, False, error=str(err))
             return
         self.tls_ok = True
+        self.tls_resumed = bool(self.request.session_reused)
         self.cert_user = certificate_cn(self.request.getpeercert())
         core.journal.connection_tls(self.conn_id, True, cert_cn=self.cert_user,
-                                    version=self.request.version())
+                                    version=self.request.version(), resumed=self.tls_resumed)
         core.track_connection(self.request)
         self.timeout = core.idle_timeout
         super().setup()
@@ -185,7 +188,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                        "headers": {k.lower(): v for k, v in self.headers.items()},
                        "auth": auth_kind, "user": user, "body": "", "status": None,
                        "outcome": "ok", "faults": [], "started": started, "duration_ms": None,
-                       "pipelined": self.next_pipelined}
+                       "pipelined": self.next_pipelined, "tls_resumed": self.tls_resumed}
         self.next_pipelined = False
         try:
             body = self._read_body()

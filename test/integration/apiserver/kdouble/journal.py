@@ -34,17 +34,18 @@ class Journal:
             self._connections[conn_id] = {
                 "id": conn_id, "peer": list(peer[:2]) if isinstance(peer, tuple) else str(peer),
                 "opened": time.time(), "open": True, "tls": "pending", "error": None,
-                "client_cert_cn": None, "tls_version": None, "requests": 0}
+                "client_cert_cn": None, "tls_version": None, "tls_resumed": False, "requests": 0}
             return conn_id
 
     def connection_tls(self, conn_id: int, ok: bool, error: Optional[str] = None,
-                       cert_cn: Optional[str] = None, version: Optional[str] = None) -> None:
-        """Records the outcome of the connection's TLS handshake."""
+                       cert_cn: Optional[str] = None, version: Optional[str] = None,
+                       resumed: bool = False) -> None:
+        """Records the outcome of the connection's TLS handshake (and whether it resumed a session)."""
         with self._lock:
             conn = self._connections.get(conn_id)
             if conn is not None:
                 conn.update(tls="ok" if ok else "failed", error=error, client_cert_cn=cert_cn,
-                            tls_version=version)
+                            tls_version=version, tls_resumed=resumed)
 
     def close_connection(self, conn_id: int) -> None:
         """Marks the connection closed."""

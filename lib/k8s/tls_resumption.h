@@ -1,0 +1,68 @@
+// Internal to the Beast transport (beast_connection.cpp): TLS session resumption across invocations
+// with OpenSSL. At set-up the session stored for this server identity (TlsSessionStore) is loaded;
+// every connection offers it; the sessions the server hands out (TLS 1.3 tickets arrive after the
+// handshake, while the first answer is read) are captured through the context's new-session
+// callback, and the newest one after a full handshake is stored once, when the transport says an
+// exchange completed. A resumed handshake stores nothing: its session is still valid, and not
+// rewriting the file keeps a resumed call free of file writes. The binding digest covers the server
+// URL, the CA (or "insecure"), the client certificate, a digest of the client key and the OpenSSL
+// version, so a session is never offered to another server, under another trust anchor or by
+// another client identity.
+#pragma once
+
+#include <openssl/ssl.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "k8s/kubeconfig.h"
+#include "k8s/tls_session_store.h"
+
+namespace manifold::k8s::beast_detail {
+
+/// The binding digest (64 hex digits) of `auth`'s server identity and client identity.
+std::string session_binding(const ClusterAuth& auth);
+
+/// Resumes TLS sessions of one API server across invocations. offer/handshake_done may run on
+/// several threads at once (the agent's streams); the captured session is guarded.
+class TlsResumption {
+ public:
+  /// Sessions of `auth` in `store`; a null store disables resumption.
+  TlsResumption(const ClusterAuth& auth, std::shared_ptr<TlsSessionStore> store);
+  TlsResumption(const TlsResumption&) = delete;
+  TlsResumption& operator=(const TlsResumption&) = delete;
+
+  /// Loads the stored session; true when a usable one will be offered to the server.
+  bool load();
+  /// Makes `ctx` report every new session to this object, which must outlive the context's use.
+  void capture(SSL_CTX* ctx);
+  /// Offers the stored session (if any) on a connection before its handshake.
+  void offer(SSL* ssl) const;
+  /// Records whether the completed handshake of `ssl` resumed the session.
+  void handshake_done(SSL* ssl);
+  /// Stores the newest session received after a full handshake, once per invocation.
+  void persist();
+  /// Handshakes that resumed a stored session so far.
+  int resumed() const { return resumed_.load(); }
+
+ private:
+  static int on_new_session(SSL* ssl, SSL_SESSION* session);
+  struct SessionFree {
+    void operator()(SSL_SESSION* s) const noexcept { SSL_SESSION_free(s); }
+  };
+
+  std::shared_ptr<TlsSessionStore> store_;
+  std::string binding_;
+  std::unique_ptr<SSL_SESSION, SessionFree> stored_;
+  std::atomic<int> resumed_{0};
+  std::mutex mu_;
+  bool full_handshake_ = false;
+  std::string pending_;  // serialised newest session, not stored yet
+  std::int64_t pending_expires_ = 0;
+  bool persisted_ = false;
+};
+
+}  // namespace manifold::k8s::beast_detail
