@@ -6,6 +6,7 @@
 #include <openssl/evp.h>
 
 #include <ctime>
+#include <optional>
 #include <vector>
 
 #include "util/log.h"
@@ -39,6 +40,47 @@ int resumption_index() {
 
 std::int64_t now_seconds() { return static_cast<std::int64_t>(std::time(nullptr)); }
 
+/// Reads a DER length at `pos` (advancing it); nullopt when malformed or past `end`.
+std::optional<std::size_t> der_length(const std::string& der, std::size_t& pos, std::size_t end) {
+  if (pos >= end) return std::nullopt;
+  const auto first = static_cast<unsigned char>(der[pos++]);
+  if (first < 0x80) return first;
+  const std::size_t bytes = first & 0x7f;
+  if (bytes == 0 || bytes > 4 || end - pos < bytes) return std::nullopt;
+  std::size_t length = 0;
+  for (std::size_t i = 0; i < bytes; ++i) length = (length << 8) | static_cast<unsigned char>(der[pos++]);
+  if (length > end - pos) return std::nullopt;
+  return length;
+}
+
+/// A DER length field for `length`.
+std::string der_length_field(std::size_t length) {
+  if (length < 0x80) return std::string(1, static_cast<char>(length));
+  std::string bytes;
+  for (std::size_t l = length; l > 0; l >>= 8) bytes.insert(bytes.begin(), static_cast<char>(l & 0xff));
+  return static_cast<char>(0x80 | bytes.size()) + bytes;
+}
+
+/// The serialised session without the server's certificate (the SEQUENCE's [3] element): a
+/// resumed handshake never looks at it, and decoding it when the session is loaded would cost as
+/// much as the verification resumption saves. `der` unchanged when it is not the expected shape.
+std::string without_peer_certificate(const std::string& der) {
+  std::size_t pos = 1;
+  if (der.empty() || static_cast<unsigned char>(der[0]) != 0x30) return der;
+  const std::optional<std::size_t> total = der_length(der, pos, der.size());
+  if (!total || pos + *total != der.size()) return der;
+  std::string body;
+  while (pos < der.size()) {
+    const std::size_t start = pos;
+    const auto tag = static_cast<unsigned char>(der[pos++]);
+    const std::optional<std::size_t> length = der_length(der, pos, der.size());
+    if (!length || (tag & 0x1f) == 0x1f) return der;  // no multi-byte tags in a session
+    pos += *length;
+    if (tag != 0xa3) body.append(der, start, pos - start);
+  }
+  return "\x30" + der_length_field(body.size()) + body;
+}
+
 /// When `session` stops being usable, in Unix seconds.
 std::int64_t expiry_of(const SSL_SESSION* session) {
   return static_cast<std::int64_t>(SSL_SESSION_get_time(session)) +
@@ -58,10 +100,12 @@ std::string session_binding(const ClusterAuth& auth) {
 }
 
 TlsResumption::TlsResumption(const ClusterAuth& auth, std::shared_ptr<TlsSessionStore> store)
-    : store_(std::move(store)), binding_(store_ ? session_binding(auth) : std::string()) {}
+    : auth_(auth), store_(std::move(store)) {}
 
 bool TlsResumption::load() {
-  if (!store_ || binding_.empty()) return false;
+  if (!store_) return false;
+  binding_ = session_binding(auth_);
+  if (binding_.empty()) return false;
   std::optional<std::string> bytes = store_->load(binding_, now_seconds());
   if (!bytes) return false;
   const auto* p = reinterpret_cast<const unsigned char*>(bytes->data());
@@ -106,12 +150,13 @@ int TlsResumption::on_new_session(SSL* ssl, SSL_SESSION* session) {
   auto* out = reinterpret_cast<unsigned char*>(bytes.data());
   if (i2d_SSL_SESSION(session, &out) != size) return 0;
   std::lock_guard lock(self->mu_);
-  self->pending_ = std::move(bytes);
+  self->pending_ = without_peer_certificate(bytes);
   self->pending_expires_ = expiry_of(session);
   return 0;  // OpenSSL keeps its reference: the bytes are all this object needs
 }
 
 void TlsResumption::persist() {
+  if (!store_) return;
   std::string bytes;
   std::int64_t expires = 0;
   {

@@ -30,12 +30,14 @@ std::string session_binding(const ClusterAuth& auth);
 /// several threads at once (the agent's streams); the captured session is guarded.
 class TlsResumption {
  public:
-  /// Sessions of `auth` in `store`; a null store disables resumption.
+  /// Sessions of `auth` (which must outlive this object) in `store`; a null store disables
+  /// resumption. Touches no OpenSSL state.
   TlsResumption(const ClusterAuth& auth, std::shared_ptr<TlsSessionStore> store);
   TlsResumption(const TlsResumption&) = delete;
   TlsResumption& operator=(const TlsResumption&) = delete;
 
-  /// Loads the stored session; true when a usable one will be offered to the server.
+  /// Computes the binding and loads the stored session; true when a usable one will be offered to
+  /// the server. Call once, after OpenSSL was initialised the way manifold wants it (no openssl.cnf).
   bool load();
   /// Makes `ctx` report every new session to this object, which must outlive the context's use.
   void capture(SSL_CTX* ctx);
@@ -54,6 +56,7 @@ class TlsResumption {
     void operator()(SSL_SESSION* s) const noexcept { SSL_SESSION_free(s); }
   };
 
+  const ClusterAuth& auth_;
   std::shared_ptr<TlsSessionStore> store_;
   std::string binding_;
   std::unique_ptr<SSL_SESSION, SessionFree> stored_;

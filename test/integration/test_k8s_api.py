@@ -92,6 +92,26 @@ class K8sApiTest(K8sTestCase):
         self.assertOk(self.delete())
         self.assertNothingLeft()
 
+    def test_the_nodes_openssl_configuration_is_never_read(self):
+        # Its providers, engines and policy belong to the node's own OpenSSL, not to the one linked
+        # into manifold; nor may TLS session resumption read it by touching OpenSSL early.
+        self.add_standard_pod()
+        self.write_k8s()
+        marker = self.tree.path("node-openssl.cnf")
+        with open(marker, "w", encoding="utf-8") as f:
+            f.write("openssl_conf = openssl_init\n")
+        trace = self.tree.path("openat.trace")
+        for _ in range(2):  # a full handshake, then a resumed one
+            self.assertOk(self.add(extra_env={"OPENSSL_CONF": marker},
+                                   wrapper=["strace", "-f", "-qq", "-e", "trace=openat,open", "-o", trace]))
+            with open(trace, encoding="utf-8") as f:
+                opened = f.read()
+            self.assertIn(self.tree.cni_dir, opened, "the trace covers manifold")
+            self.assertEqual([line for line in opened.splitlines() if marker in line or "openssl.cnf" in line], [])
+            self.assertOk(self.delete())
+        self.assertEqual({e["tls_resumed"] for e in self.requests() if e["method"] == "PUT"}, {False, True})
+        self.assertNothingLeft()
+
     def test_put_reuses_the_resource_version_of_the_get(self):
         self.add_pod({})
         rv = self.stored_pod()["metadata"]["resourceVersion"]

@@ -100,7 +100,7 @@ class Driver:
 
     def __call__(self, verb, netns_path, netname="manifold-net", ifname=None, container_id=None,
                  cni_args=None, cap_args=None, valid_attachments=None, extra_env=None,
-                 timeout=None):
+                 timeout=None, wrapper=()):
         timeout = timeout or self.default_timeout
         env = base_env()
         env.update({"NETCONFPATH": self.tree.conf_dir, "CNI_PATH": self.tree.cni_path(),
@@ -116,7 +116,9 @@ class Driver:
         if valid_attachments is not None:
             env["VALID_ATTACHMENTS"] = json.dumps(valid_attachments)
         env.update(extra_env or {})
-        argv = ["ip", "netns", "exec", self.node.name, self.driver_bin, verb, netname, netns_path]
+        # wrapper: a command the driver runs under in the node namespace (e.g. strace -f -o FILE).
+        argv = ["ip", "netns", "exec", self.node.name] + list(wrapper) + [self.driver_bin, verb, netname,
+                                                                          netns_path]
         return _execute(argv, env, None, timeout + 30, error_from_stdout=False)
 
 
