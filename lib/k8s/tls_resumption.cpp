@@ -127,7 +127,8 @@ void TlsResumption::capture(SSL_CTX* ctx) {
 }
 
 void TlsResumption::offer(SSL* ssl) const {
-  if (stored_) SSL_set_session(ssl, stored_.get());
+  // A long-running process (the agent) connects again long after load(): never past the lifetime.
+  if (stored_ && expiry_of(stored_.get()) > now_seconds()) SSL_set_session(ssl, stored_.get());
 }
 
 void TlsResumption::handshake_done(SSL* ssl) {

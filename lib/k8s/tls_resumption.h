@@ -41,7 +41,8 @@ class TlsResumption {
   bool load();
   /// Makes `ctx` report every new session to this object, which must outlive the context's use.
   void capture(SSL_CTX* ctx);
-  /// Offers the stored session (if any) on a connection before its handshake.
+  /// Offers the stored session (if any, and only within its lifetime) on a connection before its
+  /// handshake.
   void offer(SSL* ssl) const;
   /// Records whether the completed handshake of `ssl` resumed the session.
   void handshake_done(SSL* ssl);
