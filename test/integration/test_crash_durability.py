@@ -20,8 +20,14 @@ CONTAINER = "ctr-power-loss"
 
 
 def cache_files(cni_dir):
-    """Every regular file under cniDir."""
-    return [os.path.join(d, f) for d, _, files in os.walk(cni_dir) for f in files]
+    """Every regular file under cniDir but the node's stored TLS session (`.tls`: not a container's
+    entry; a lost or emptied one only means a full handshake)."""
+    out = []
+    for d, dirs, files in os.walk(cni_dir):
+        if d == cni_dir:
+            dirs[:] = [n for n in dirs if n != ".tls"]
+        out += [os.path.join(d, f) for f in files]
+    return out
 
 
 def lose_entries(cni_dir):
