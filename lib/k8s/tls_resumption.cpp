@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "util/log.h"
+#include "util/quote.h"
 
 namespace manifold::k8s::beast_detail {
 namespace {
@@ -18,13 +19,7 @@ std::string sha256_hex(const std::string& data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
   if (EVP_Digest(data.data(), data.size(), digest, &size, EVP_sha256(), nullptr) != 1) return {};
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < size; ++i) {
-    out.push_back(kDigits[digest[i] >> 4]);
-    out.push_back(kDigits[digest[i] & 0xf]);
-  }
-  return out;
+  return util::hex_lower(std::string_view(reinterpret_cast<const char*>(digest), size));
 }
 
 /// Appends `value` with its length, so that no two different field lists hash the same text.
@@ -132,14 +127,10 @@ void TlsResumption::offer(SSL* ssl) const {
 }
 
 void TlsResumption::handshake_done(SSL* ssl) {
-  if (!store_) return;
-  if (SSL_session_reused(ssl) == 1) {
+  if (store_ && SSL_session_reused(ssl) == 1) {
     ++resumed_;
     util::log_debug("TLS session resumed");
-    return;
   }
-  std::lock_guard lock(mu_);
-  full_handshake_ = true;
 }
 
 int TlsResumption::on_new_session(SSL* ssl, SSL_SESSION* session) {
@@ -162,7 +153,7 @@ void TlsResumption::persist() {
   std::int64_t expires = 0;
   {
     std::lock_guard lock(mu_);
-    if (persisted_ || !full_handshake_ || pending_.empty()) return;
+    if (persisted_ || pending_.empty()) return;  // pending_ holds only sessions of full handshakes
     persisted_ = true;
     bytes.swap(pending_);
     expires = pending_expires_;

@@ -44,7 +44,7 @@ class TlsResumption {
   /// Offers the stored session (if any, and only within its lifetime) on a connection before its
   /// handshake.
   void offer(SSL* ssl) const;
-  /// Records whether the completed handshake of `ssl` resumed the session.
+  /// Counts the completed handshake of `ssl` when it resumed the stored session.
   void handshake_done(SSL* ssl);
   /// Stores the newest session received after a full handshake, once per invocation.
   void persist();
@@ -63,8 +63,7 @@ class TlsResumption {
   std::unique_ptr<SSL_SESSION, SessionFree> stored_;
   std::atomic<int> resumed_{0};
   std::mutex mu_;
-  bool full_handshake_ = false;
-  std::string pending_;  // serialised newest session, not stored yet
+  std::string pending_;  // serialised newest session of a full handshake, not stored yet
   std::int64_t pending_expires_ = 0;
   bool persisted_ = false;
 };

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "util/log.h"
+#include "util/quote.h"
 
 namespace manifold::k8s {
 namespace {
@@ -23,17 +24,6 @@ bool is_binding(std::string_view s) {
   for (char c : s)
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
   return true;
-}
-
-std::string to_hex(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (unsigned char c : bytes) {
-    out.push_back(kDigits[c >> 4]);
-    out.push_back(kDigits[c & 0xf]);
-  }
-  return out;
 }
 
 std::optional<std::string> from_hex(std::string_view hex) {
@@ -114,7 +104,7 @@ void TlsSessionStore::save(const std::string& binding, std::string_view session,
   std::string text;
   text.append(kMagic).append("\nbinding ").append(binding);
   text.append("\nexpires ").append(std::to_string(expires));
-  text.append("\nsession ").append(to_hex(session)).append("\n");
+  text.append("\nsession ").append(util::hex_lower(session)).append("\n");
   try {
     writer_->write(path(), text, 0600);
   } catch (const std::exception& e) {

@@ -34,6 +34,17 @@ const char* short_escape(unsigned char c) {
   }
 }
 
+std::string hex_lower(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out.push_back(kDigits[c >> 4]);
+    out.push_back(kDigits[c & 0xf]);
+  }
+  return out;
+}
+
 std::string quote_bytes(std::string_view text, std::size_t max) {
   static const char* hex = "0123456789abcdef";
   std::string out = "\"";

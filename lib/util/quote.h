@@ -23,6 +23,9 @@ std::string quote_bytes(std::string_view text, std::size_t max = 64);
 /// nullptr when `c` has none.
 const char* short_escape(unsigned char c);
 
+/// `bytes` as lower-case hex, two digits per byte (digests, serialised TLS sessions).
+std::string hex_lower(std::string_view bytes);
+
 /// `text` percent-encoded: ASCII letters and digits and the characters of `keep` stay as they are,
 /// every other byte becomes %XX (upper-case hex). Used for cache file names and URL query values.
 std::string percent_encode(std::string_view text, std::string_view keep);

@@ -7,6 +7,7 @@
 #include "util/quote.h"
 
 using manifold::Json;
+using manifold::util::hex_lower;
 using manifold::util::printable;
 using manifold::util::quote_bytes;
 namespace util = manifold::util;
@@ -58,4 +59,10 @@ TEST_CASE("percent_encode keeps letters, digits and the given characters, %XX fo
   CHECK(percent_encode("my.net/a b@c%", "_-") == "my%2Enet%2Fa%20b%40c%25");
   CHECK(percent_encode(std::string("\x00\xff", 2), "") == "%00%FF");
   CHECK(percent_encode("", "-") == "");
+}
+
+TEST_CASE("hex_lower renders every byte as two lower-case hex digits", "[util]") {
+  CHECK(hex_lower("") == "");
+  CHECK(hex_lower(std::string("\x00\x0a\xff\x7f", 4)) == "000aff7f");
+  CHECK(hex_lower("AZ") == "415a");
 }
