@@ -14,20 +14,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True
 
 from harness import ManifoldTestCase, main  # noqa: E402
+from harness.tree import container_files  # noqa: E402
 from k8s_case import NETWORKS, K8sTestCase  # noqa: E402
 
 CONTAINER = "ctr-power-loss"
 
 
 def cache_files(cni_dir):
-    """Every regular file under cniDir but the node's stored TLS session (`.tls`: not a container's
-    entry; a lost or emptied one only means a full handshake)."""
-    out = []
-    for d, dirs, files in os.walk(cni_dir):
-        if d == cni_dir:
-            dirs[:] = [n for n in dirs if n != ".tls"]
-        out += [os.path.join(d, f) for f in files]
-    return out
+    """Every regular file under cniDir but the node's stored TLS session (a lost or emptied one only
+    means a full handshake)."""
+    return [os.path.join(cni_dir, f) for f in container_files(cni_dir)]
 
 
 def lose_entries(cni_dir):

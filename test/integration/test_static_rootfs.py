@@ -43,6 +43,7 @@ sys.dont_write_bytecode = True
 
 from harness import ci  # noqa: E402
 from harness.netns import Netns, remove_stale_namespaces, run  # noqa: E402
+from harness.tree import container_files  # noqa: E402
 
 SYSTEM_PLUGINS = "/usr/lib/cni"
 DELEGATES = ("bridge", "host-local")
@@ -386,14 +387,9 @@ class StaticRootfsTest(unittest.TestCase):
         return sorted(out)
 
     def cache_entries(self):
-        """Files under cniDir, the node's stored TLS session (`.tls`) left out: not a container's."""
-        out = []
-        top = os.path.join(self.root, "var/lib/cni/manifold")
-        for dirpath, dirs, files in os.walk(top):
-            if dirpath == top:
-                dirs[:] = [d for d in dirs if d != ".tls"]
-            out += [os.path.relpath(os.path.join(dirpath, f), self.root) for f in files]
-        return sorted(out)
+        """Files under cniDir, the node's stored TLS session left out: not a container's."""
+        return [os.path.join("var/lib/cni/manifold", f)
+                for f in container_files(os.path.join(self.root, "var/lib/cni/manifold"))]
 
     def assertNothingLeft(self):
         self.assertEqual(self.pod.link_names(), ["lo"], "links left in the pod namespace")

@@ -19,7 +19,7 @@ import os
 import subprocess
 
 from harness.netns import HarnessError
-from harness.tree import reservations
+from harness.tree import TLS_SESSION_DIR, reservations
 
 # Two `ip -batch` runs per namespace: (global options, [(key, batch line)...]); one JSON document
 # per line comes out.
@@ -199,7 +199,7 @@ def _entries(directory, allowed_dirs=(), ignored_trees=()):
 def file_state(places):
     """cniDir entries, host-local reservations, libcni cache entries, device-info files."""
     return {
-        "cniDir": _entries(places.cni_dir, allowed_dirs=(".tmp",), ignored_trees=(".tls",)),
+        "cniDir": _entries(places.cni_dir, allowed_dirs=(".tmp",), ignored_trees=(TLS_SESSION_DIR,)),
         "host-local reservations": reservations(places.ipam_dir),
         "libcni cache": _entries(places.libcni_cache),
         "device-info files": [e for e in _entries(places.device_info_dir) if not e.endswith("/")],

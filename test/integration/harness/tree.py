@@ -136,6 +136,17 @@ def is_lock_file(name):
     return name == "lock" or name.endswith(".lock")
 
 
+def container_files(cni_dir):
+    """Relative paths of every regular file under cniDir (lock files included) but the node's stored
+    TLS session (`.tls`: it belongs to the API server identity, not to a container)."""
+    out = []
+    for dirpath, dirs, files in os.walk(cni_dir):
+        if dirpath == cni_dir:
+            dirs[:] = [d for d in dirs if d != TLS_SESSION_DIR]
+        out += [os.path.relpath(os.path.join(dirpath, name), cni_dir) for name in files]
+    return sorted(out)
+
+
 def cache_files(directory):
     """Relative paths of the regular files under directory, lock files excluded."""
     out = []
