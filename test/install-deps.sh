@@ -12,7 +12,7 @@ packages=(
   libnl-3-dev libnl-route-3-dev nlohmann-json3-dev libcli11-dev catch2 libboost-dev libssl-dev
   libyaml-cpp-dev zlib1g-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
   containernetworking-plugins golang-go golang-github-appc-cni-dev
-  iptables iproute2 python3 openssl clang libclang-rt-14-dev clang-format util-linux procps valgrind strace
+  iptables iproute2 python3 openssl clang libclang-rt-14-dev lld clang-format util-linux procps valgrind strace
   podman containerd runc busybox-static python3-grpcio python3-grpc-tools
 )
 # kubectl (the API server double's tests and the demo run it): Debian's kubernetes-client, unless a

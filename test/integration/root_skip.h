@@ -1,6 +1,6 @@
 // Skips in the root-only Catch2 suites (netlink, firewall, scoping). Catch2 v2 has no SKIP: a test
 // that cannot run here (not root, no working `ip netns`, an iptables backend's binaries unusable)
-// calls ITEST_SKIP, which warns and returns, and the suite's main() (ITEST_MAIN) then exits 77,
+// calls ITEST_SKIP, which warns and returns, and main() (test/catch_impl.cpp) then exits 77,
 // which CTest's SKIP_RETURN_CODE reports as "Skipped" instead of a silent pass. With CI=true in
 // the environment ITEST_SKIP fails the test instead: in CI every root test must run.
 #pragma once
@@ -37,11 +37,3 @@ inline bool skipped = false;
     WARN("skipped: " << why);                                                  \
     return;                                                                    \
   } while (false)
-
-/// The suite's main() (in a file defining CATCH_CONFIG_RUNNER): 1 on a failure, kSkipExitCode when
-/// a test skipped itself, else 0.
-#define ITEST_MAIN                                                            \
-  int main(int argc, char** argv) {                                           \
-    if (Catch::Session().run(argc, argv) != 0) return 1;                      \
-    return ::manifold::itest::skipped ? ::manifold::itest::kSkipExitCode : 0; \
-  }

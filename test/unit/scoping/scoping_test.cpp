@@ -169,7 +169,7 @@ TEST_CASE("scoping: every bad config is error 7 naming the field", "[plugin]") {
   for (const auto& [keys, args, text] : cases) {
     INFO(keys << " " << args);
     std::string msg;
-    CHECK(code_of([&] { (void)plan_for(keys, args); }, &msg) == 7);
+    CHECK(code_of([k = keys, a = args] { (void)plan_for(k, a); }, &msg) == 7);
     CHECK(contains(msg, text));
   }
   for (const char* ifname : {"net 1", "abcdefghijklmnop", "", "net1;x", ".."}) {

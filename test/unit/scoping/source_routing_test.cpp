@@ -103,7 +103,7 @@ TEST_CASE("source routing config: every bad field is error 7 naming it", "[netli
   for (const auto& [text, field] : cases) {
     INFO(text);
     std::string msg;
-    CHECK(code_of([&] { (void)parse_source_routing_config(Json::parse(text)); }, &msg) == 7);
+    CHECK(code_of([t = text] { (void)parse_source_routing_config(Json::parse(t)); }, &msg) == 7);
     CHECK(msg.find(field) != std::string::npos);
   }
   std::string msg;
