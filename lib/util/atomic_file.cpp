@@ -1,15 +1,19 @@
 // Implementation of atomic file writes and copies: mkostemp in the target directory, write, fchmod,
 // fsync, rename over the destination, fsync the directory. Every fd is owned by an RAII guard and
-// the temp file is unlinked on every failure path.
+// the temp file is unlinked on every failure path; only a killed process leaves one, which the
+// stale-temp sweep removes later.
 #include "util/atomic_file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
+#include <memory>
 
 #include "util/error.h"
 #include "util/unique_fd.h"
@@ -17,6 +21,10 @@
 namespace manifold::util {
 
 namespace {
+
+// The temp files of destination file name `name` are this prefix and mkostemp's six characters.
+std::string temp_prefix(const std::string& name) { return "." + name + ".tmp-"; }
+constexpr std::size_t kTempSuffixLength = 6;
 
 [[noreturn]] void io_error(const std::string& what, const std::string& path, int err) {
   throw IoError(what + " " + path + ": " + std::strerror(err));
@@ -38,7 +46,7 @@ class TempFile {
     std::filesystem::path p(dst);
     std::string name = p.filename().string();
     if (name.empty()) throw IoError("invalid destination path " + dst);
-    path_ = (p.parent_path() / ("." + name + ".tmp-XXXXXX")).string();
+    path_ = (p.parent_path() / (temp_prefix(name) + "XXXXXX")).string();
     fd_.reset(::mkostemp(path_.data(), O_CLOEXEC));
     if (fd_.get() < 0) {
       int err = errno;
@@ -97,6 +105,30 @@ void copy_file_atomic(const std::string& src, const std::string& dst, mode_t mod
     write_all(tmp.fd(), std::string_view(buf, static_cast<size_t>(n)), dst);
   }
   tmp.commit(mode);
+}
+
+int remove_stale_temp_files(const std::string& path, std::int64_t min_age_seconds) noexcept {
+  try {
+    const std::filesystem::path p(path);
+    const std::string prefix = temp_prefix(p.filename().string());
+    const std::string dir = p.parent_path().empty() ? "." : p.parent_path().string();
+    std::unique_ptr<DIR, int (*)(DIR*)> listing(::opendir(dir.c_str()), ::closedir);
+    if (!listing) return 0;
+    const std::int64_t cutoff = static_cast<std::int64_t>(std::time(nullptr)) - min_age_seconds;
+    int removed = 0;
+    while (const dirent* entry = ::readdir(listing.get())) {
+      const std::string_view name = entry->d_name;
+      if (name.size() != prefix.size() + kTempSuffixLength || name.substr(0, prefix.size()) != prefix) continue;
+      struct stat st {};
+      if (::fstatat(::dirfd(listing.get()), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+          static_cast<std::int64_t>(st.st_mtime) > cutoff)
+        continue;
+      if (::unlinkat(::dirfd(listing.get()), entry->d_name, 0) == 0) ++removed;
+    }
+    return removed;
+  } catch (...) {  // allocation failure: leave the leftovers for the next sweep
+    return 0;
+  }
 }
 
 }  // namespace manifold::util

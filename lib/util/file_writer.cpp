@@ -20,6 +20,7 @@ void RealFileWriter::write(const std::string& path, std::string_view data, mode_
     if (ec) throw IoError("cannot create directory " + dir + ": " + ec.message());
   }
   write_file_atomic(path, data, mode);
+  remove_stale_temp_files(path, kStaleTempSeconds);
 }
 
 bool RealFileWriter::remove(const std::string& path) {

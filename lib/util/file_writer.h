@@ -1,12 +1,14 @@
 // The FileWriter interface: the small files the engine writes and removes outside its cache (the
-// per-attachment device-info files). Writes are atomic (util/atomic_file.h) and create the parent
-// directory when it is missing, so a reader never sees a partial file; removal tolerates a file
-// that is already gone. The fake keeps the files in a FakeFileReader, so what a test's engine
+// per-attachment device-info files, the stored TLS session). Writes are atomic (util/atomic_file.h)
+// and create the parent directory when it is missing, so a reader never sees a partial file; a
+// write also removes the temp files killed writers of the same path left behind long ago. Removal
+// tolerates a file that is already gone. The fake keeps the files in a FakeFileReader, so what a test's engine
 // writes, the same engine (and the test) reads back.
 #pragma once
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -29,7 +31,10 @@ class FileWriter {
 /// Writes to the real file system.
 class RealFileWriter final : public FileWriter {
  public:
-  /// create_directories of the parent, then write_file_atomic.
+  /// How old a temp file next to a destination must be before write() treats it as a leftover.
+  static constexpr std::int64_t kStaleTempSeconds = 600;
+  /// create_directories of the parent, then write_file_atomic, then removes the temp files that
+  /// killed writers of the same path left over kStaleTempSeconds ago (remove_stale_temp_files).
   void write(const std::string& path, std::string_view data, mode_t mode) override;
   /// unlink.
   bool remove(const std::string& path) override;

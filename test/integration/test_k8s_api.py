@@ -12,11 +12,13 @@ import os
 import shutil
 import stat
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True
 
 from harness import main  # noqa: E402
+from harness.tree import TLS_SESSION_DIR  # noqa: E402
 from k8s_case import (NETWORK_STATUS, NETWORKS, STATUS_PUT, K8sTestCase, api_paths,  # noqa: E402
                       nad_path, pod_path)
 
@@ -89,6 +91,29 @@ class K8sApiTest(K8sTestCase):
         self.assertEqual({e["tls_resumed"] for e in log}, {True}, "the second ADD resumed the stored session")
         self.assertEqual({e["user"] for e in log}, {self.api.user})
         self.assertEqual(self.tree.tls_session_files(), sessions, "a resumed session is not stored again")
+        self.assertOk(self.delete())
+        self.assertNothingLeft()
+
+    def test_storing_a_session_sweeps_what_a_killed_session_write_left(self):
+        """A manifold killed inside the session write leaves its temp file in .tls; the next one
+        that stores a session removes it once it is old (a young one may be a write in progress)."""
+        self.add_standard_pod()
+        self.write_k8s()
+        tls = os.path.join(self.tree.cni_dir, TLS_SESSION_DIR)
+        os.makedirs(tls, mode=0o700, exist_ok=True)
+        stale, young = os.path.join(tls, ".session.tmp-Ab12Cd"), os.path.join(tls, ".session.tmp-Xy34Zw")
+        for path in (stale, young):
+            with open(path, "w") as f:
+                f.write("manifold-tls-session 1\n")
+        an_hour_ago = time.time() - 3600
+        os.utime(stale, (an_hour_ago, an_hour_ago))
+        self.assertOk(self.add())
+        self.assertEqual({e["tls_resumed"] for e in self.requests()}, {False}, "a full handshake stores a session")
+        self.assertFalse(os.path.exists(stale), "the leftover of a killed write is swept")
+        self.assertTrue(os.path.exists(young), "a temp file younger than ten minutes is left alone")
+        self.assertEqual(self.tree.tls_session_files(), [TLS_SESSION_DIR + "/.session.tmp-Xy34Zw",
+                                                         TLS_SESSION_DIR + "/session"])
+        os.unlink(young)
         self.assertOk(self.delete())
         self.assertNothingLeft()
 
