@@ -104,13 +104,13 @@ bool TlsResumption::load() {
   std::optional<std::string> bytes = store_->load(binding_, now_seconds());
   if (!bytes) return false;
   const auto* p = reinterpret_cast<const unsigned char*>(bytes->data());
-  SSL_SESSION* session = d2i_SSL_SESSION(nullptr, &p, static_cast<long>(bytes->size()));
-  stored_.reset(session);
-  if (!stored_ || SSL_SESSION_is_resumable(stored_.get()) != 1 || expiry_of(stored_.get()) <= now_seconds()) {
+  std::unique_ptr<SSL_SESSION, SessionFree> stored(d2i_SSL_SESSION(nullptr, &p, static_cast<long>(bytes->size())));
+  if (!stored || SSL_SESSION_is_resumable(stored.get()) != 1 || expiry_of(stored.get()) <= now_seconds()) {
     util::log_verbose("ignoring a stored TLS session that cannot be resumed");
-    stored_.reset();
     return false;
   }
+  std::lock_guard lock(mu_);
+  current_ = std::move(stored);
   return true;
 }
 
@@ -123,7 +123,16 @@ void TlsResumption::capture(SSL_CTX* ctx) {
 
 void TlsResumption::offer(SSL* ssl) const {
   // A long-running process (the agent) connects again long after load(): never past the lifetime.
-  if (stored_ && expiry_of(stored_.get()) > now_seconds()) SSL_set_session(ssl, stored_.get());
+  std::unique_ptr<SSL_SESSION, SessionFree> copy;
+  {
+    std::lock_guard lock(mu_);
+    if (!current_ || expiry_of(current_.get()) <= now_seconds()) return;
+    copy.reset(SSL_SESSION_dup(current_.get()));
+  }
+  // Each connection gets a copy: OpenSSL marks the session of a connection that ends without a TLS
+  // shutdown (every server that closes after answering) not resumable, and the next connection
+  // must still be able to offer it. SSL_set_session takes its own reference.
+  if (copy) SSL_set_session(ssl, copy.get());
 }
 
 void TlsResumption::handshake_done(SSL* ssl) {
@@ -141,10 +150,14 @@ int TlsResumption::on_new_session(SSL* ssl, SSL_SESSION* session) {
   std::string bytes(static_cast<std::size_t>(size), '\0');
   auto* out = reinterpret_cast<unsigned char*>(bytes.data());
   if (i2d_SSL_SESSION(session, &out) != size) return 0;
+  // A copy, not a reference: the connection's own session is marked not resumable if that
+  // connection ends without a TLS shutdown (see offer). OpenSSL keeps its reference (we return 0).
+  std::unique_ptr<SSL_SESSION, SessionFree> copy(SSL_SESSION_dup(session));
   std::lock_guard lock(self->mu_);
+  if (copy) self->current_ = std::move(copy);
   self->pending_ = without_peer_certificate(bytes);
   self->pending_expires_ = expiry_of(session);
-  return 0;  // OpenSSL keeps its reference: the bytes are all this object needs
+  return 0;
 }
 
 void TlsResumption::persist() {
@@ -153,8 +166,7 @@ void TlsResumption::persist() {
   std::int64_t expires = 0;
   {
     std::lock_guard lock(mu_);
-    if (persisted_ || pending_.empty()) return;  // pending_ holds only sessions of full handshakes
-    persisted_ = true;
+    if (pending_.empty()) return;  // pending_ holds only sessions of full handshakes
     bytes.swap(pending_);
     expires = pending_expires_;
   }

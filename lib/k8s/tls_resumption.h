@@ -2,12 +2,14 @@
 // with OpenSSL. At set-up the session stored for this server identity (TlsSessionStore) is loaded;
 // every connection offers it; the sessions the server hands out (TLS 1.3 tickets arrive after the
 // handshake, while the first answer is read) are captured through the context's new-session
-// callback, and the newest one after a full handshake is stored once, when the transport says an
-// exchange completed. A resumed handshake stores nothing: its session is still valid, and not
-// rewriting the file keeps a resumed call free of file writes. The binding digest covers the server
-// URL, the CA (or "insecure"), the client certificate, a digest of the client key and the OpenSSL
-// version, so a session is never offered to another server, under another trust anchor or by
-// another client identity.
+// callback; the newest one after a full handshake becomes the session later connections of this
+// process offer (the agent reconnects for days: its start-up session expires, or a restarted
+// server declines it), and is stored when the transport says an exchange completed. A resumed
+// handshake stores nothing: its session is still valid, and not rewriting the file keeps a
+// resumed call free of file writes. The binding digest covers the server URL, the CA (or
+// "insecure"), the client certificate, a digest of the client key and the OpenSSL version, so a
+// session is never offered to another server, under another trust anchor or by another client
+// identity.
 #pragma once
 
 #include <openssl/ssl.h>
@@ -41,14 +43,14 @@ class TlsResumption {
   bool load();
   /// Makes `ctx` report every new session to this object, which must outlive the context's use.
   void capture(SSL_CTX* ctx);
-  /// Offers the stored session (if any, and only within its lifetime) on a connection before its
-  /// handshake.
+  /// Offers the current session (the stored one, or the newest of a full handshake since; only
+  /// within its lifetime) on a connection before its handshake.
   void offer(SSL* ssl) const;
-  /// Counts the completed handshake of `ssl` when it resumed the stored session.
+  /// Counts the completed handshake of `ssl` when it resumed the offered session.
   void handshake_done(SSL* ssl);
-  /// Stores the newest session received after a full handshake, once per invocation.
+  /// Stores the newest session received after a full handshake, if it is not stored yet.
   void persist();
-  /// Handshakes that resumed a stored session so far.
+  /// Handshakes that resumed an offered session so far.
   int resumed() const { return resumed_.load(); }
 
  private:
@@ -60,12 +62,11 @@ class TlsResumption {
   const ClusterAuth& auth_;
   std::shared_ptr<TlsSessionStore> store_;
   std::string binding_;
-  std::unique_ptr<SSL_SESSION, SessionFree> stored_;
   std::atomic<int> resumed_{0};
-  std::mutex mu_;
-  std::string pending_;  // serialised newest session of a full handshake, not stored yet
+  mutable std::mutex mu_;                              // guards the three members below
+  std::unique_ptr<SSL_SESSION, SessionFree> current_;  // offered to every new connection
+  std::string pending_;                                // serialised newest session of a full handshake, not stored yet
   std::int64_t pending_expires_ = 0;
-  bool persisted_ = false;
 };
 
 }  // namespace manifold::k8s::beast_detail

@@ -3,7 +3,8 @@
 // session is offered only to its own binding (server, CA, client identity); a server that declines
 // the offered session gets a full handshake, verified against the CA loaded only then — and a
 // server certificate that CA did not issue is still rejected; a CA that cannot be loaded at that
-// point is a configuration error, as it is without a stored session.
+// point is a configuration error, as it is without a stored session. A long-lived transport (the
+// agent) that reconnects resumes the session of its own last full handshake.
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
@@ -167,4 +168,39 @@ TEST_CASE("BeastTransport reports a CA it loads only for a declined session as a
     CHECK_THAT(e.what(), Catch::Contains("cannot load the certificate authority"));
   }
   CHECK(second.requests().empty());
+}
+
+namespace {
+
+/// Sends `count` GETs on `transport` (against a server that closes after each answer, every one
+/// on a new connection).
+void send_gets(BeastTransport& transport, int count) {
+  for (int i = 0; i < count; ++i)
+    CHECK(transport.send(HttpRequest{"GET", "/api/v1/namespaces/default/pods/web", {}, ""}, kGenerous).status == 200);
+}
+
+}  // namespace
+
+TEST_CASE("a long-lived transport reconnects with the session of its own full handshake", "[k8s]") {
+  TlsTestServer server(ServerOptions{pki().server, {}, ServerMode::AnnounceClose, false});
+  Node node;
+  BeastTransport transport(auth_for(server), node.store);  // nothing stored: the agent's first start
+  send_gets(transport, 3);
+  CHECK(server.handshakes() == 3);
+  CHECK(transport.resumed_handshakes() == 2);
+  CHECK(invocation(auth_for(server), node) == 1);  // and that session was stored for the next process
+}
+
+TEST_CASE("a long-lived transport whose stored session is declined adopts the new one", "[k8s]") {
+  TlsTestServer first(ServerOptions{pki().server, {}, ServerMode::Respond, false});
+  TlsTestServer restarted(ServerOptions{pki().server, {}, ServerMode::AnnounceClose, false});  // new ticket keys
+  Node node;
+  CHECK(invocation(auth_for(first), node) == 0);
+  plant_session(node, auth_for(first), auth_for(restarted));
+  const std::string planted = node.files->read(node.store->path());
+  BeastTransport transport(auth_for(restarted), node.store);
+  send_gets(transport, 3);  // declined, then the new session twice
+  CHECK(transport.resumed_handshakes() == 2);
+  CHECK(node.files->read(node.store->path()) != planted);
+  CHECK(invocation(auth_for(restarted), node) == 1);
 }
