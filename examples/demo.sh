@@ -202,6 +202,9 @@ echo "-- links in the pod namespace:"
 ip -n "$pod" -br link
 echo "-- source-routing rules: $(ip -n "$pod" rule | grep -c 'lookup [0-9]' || true)"
 echo "-- CNIMESH rules: $(mesh_rules | wc -l)"
-echo "-- manifold cache files: $(find "$work/cache" -type f 2>/dev/null | wc -l)"
+# The cache holds nothing of the pod any more; .tls/session is the node's stored TLS session (kept
+# on purpose: the next call resumes it instead of a full handshake).
+echo "-- manifold cache files: $(find "$work/cache" -path "$work/cache/.tls" -prune -o -type f -print 2>/dev/null | wc -l)"
+echo "-- stored TLS sessions (node state, not the pod's): $(find "$work/cache/.tls" -type f 2>/dev/null | wc -l)"
 reservations=$(find "$work/ipam" -type f ! -name lock ! -name 'last_reserved_ip*' | wc -l)
 echo "-- host-local reservations: $reservations"
