@@ -63,9 +63,11 @@ class TlsResumption {
   std::shared_ptr<TlsSessionStore> store_;
   std::string binding_;
   std::atomic<int> resumed_{0};
-  mutable std::mutex mu_;                              // guards the three members below
-  std::unique_ptr<SSL_SESSION, SessionFree> current_;  // offered to every new connection
-  std::string pending_;                                // serialised newest session of a full handshake, not stored yet
+  mutable std::mutex mu_;  // guards the three members below
+  /// The session offered to every new connection (each gets a copy).
+  std::unique_ptr<SSL_SESSION, SessionFree> current_;
+  /// The serialised newest session of a full handshake, not stored yet, and its expiry.
+  std::string pending_;
   std::int64_t pending_expires_ = 0;
 };
 

@@ -2,8 +2,8 @@
 // per-attachment device-info files, the stored TLS session). Writes are atomic (util/atomic_file.h)
 // and create the parent directory when it is missing, so a reader never sees a partial file; a
 // write also removes the temp files killed writers of the same path left behind long ago. Removal
-// tolerates a file that is already gone. The fake keeps the files in a FakeFileReader, so what a test's engine
-// writes, the same engine (and the test) reads back.
+// tolerates a file that is already gone. The fake keeps the files in a FakeFileReader, so what a
+// test's engine writes, the same engine (and the test) reads back.
 #pragma once
 
 #include <sys/types.h>
