@@ -135,7 +135,7 @@ void apply_diff(Change& c, const NetworkDiff& diff, std::string& step) {
   if (adds.empty()) return;
   const std::size_t before = c.record.attachments.size();
   engine::AttachTransaction tx(c.services, c.session, c.inv, c.record);
-  for (std::size_t i = 0; i < adds.size(); ++i) tx.attach(adds[i], plans[i]);
+  tx.attach_all(adds, plans);
   tx.commit();
   c.record = tx.record();
   c.added.assign(c.record.attachments.begin() + static_cast<long>(before), c.record.attachments.end());

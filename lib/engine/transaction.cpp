@@ -70,7 +70,8 @@ AttachTransaction::AttachTransaction(const Services& services, Session& session,
       iptables_(iptables_pool(services, inv.netns)),
       env_{*netns_, iptables_},
       record_(std::move(entry)),
-      first_new_(record_.attachments.size()) {
+      first_new_(record_.attachments.size()),
+      started_(first_new_) {
   for (const auto& a : record_.attachments) results_.push_back(decode_attachment_result(a));
 }
 
@@ -87,15 +88,32 @@ void AttachTransaction::flush() {
   if (unsaved_) save();
 }
 
-void AttachTransaction::attach(const Attachment& a, const scoping::ScopingPlan& plan) {
-  flush();  // the previous attachment's result, before this one is planned (as if saved at once)
+void AttachTransaction::refuse_taken_ifname(const Attachment& a) {
   if (netns_->find_link(a.ifname))
     throw CniError(ErrorCode::InterfaceExists, "cannot attach network \"" + a.name + "\": interface name " + a.ifname +
                                                    " already exists in " + inv_.netns);
-  std::string version;
-  record_.attachments.push_back(planned_record(session_.config, inv_, a, plan, version));
-  save();  // before the delegate runs, so a crash can still be cleaned up
-  store::AttachmentRecord& added = record_.attachments.back();
+}
+
+void AttachTransaction::attach_all(const std::vector<Attachment>& as, const std::vector<scoping::ScopingPlan>& plans) {
+  if (as.empty()) return;
+  for (const Attachment& a : as) refuse_taken_ifname(a);
+  const std::size_t base = record_.attachments.size();
+  std::vector<std::string> versions(as.size());
+  for (std::size_t i = 0; i < as.size(); ++i)
+    record_.attachments.push_back(planned_record(session_.config, inv_, as[i], plans[i], versions[i]));
+  save();  // every attachment recorded before the first delegate runs, so a crash can be cleaned up
+  planned_saved_ = true;
+  for (std::size_t i = 0; i < as.size(); ++i) {
+    // An earlier delegate of this transaction may have created the name (checked above for the first).
+    if (i != 0) refuse_taken_ifname(as[i]);
+    run_attachment(as[i], plans[i], versions[i], base + i);
+  }
+}
+
+void AttachTransaction::run_attachment(const Attachment& a, const scoping::ScopingPlan& plan,
+                                       const std::string& version, std::size_t index) {
+  started_ = index + 1;  // from here on a rollback runs this attachment's DEL
+  store::AttachmentRecord& added = record_.attachments[index];
   copy_device_info(services_, session_.config, a);
 
   util::log_verbose("ADD network \"", a.name, "\" as ", a.ifname);
@@ -135,16 +153,19 @@ void AttachTransaction::apply_default_routes(const std::vector<scoping::ScopingP
 // Undoes what this transaction did. The last attachment may be the one whose ADD failed; its DEL is
 // attempted but a failure there is only logged (a plugin cleans up after its own failed ADD).
 void AttachTransaction::roll_back() noexcept {
-  if (record_.attachments.size() == first_new_) return;  // nothing of this transaction was recorded
-  try {
-    flush();  // a result not on disk yet is written before the DELs, for a crash during them
-  } catch (const std::exception& e) {
-    util::log_error("cannot record the last result before rolling back: ", e.what());
+  if (!planned_saved_) return;           // nothing of this transaction was recorded or run
+  record_.attachments.resize(started_);  // the ones whose delegate never ran are only forgotten
+  if (started_ > first_new_) {
+    try {
+      flush();  // a result not on disk yet is written before the DELs, for a crash during them
+    } catch (const std::exception& e) {
+      util::log_error("cannot record the last result before rolling back: ", e.what());
+    }
   }
   try {
     util::log_error("ADD failed, rolling back ", record_.attachments.size() - first_new_, " attachment(s)");
     scoping::undo_default_routes(*netns_, route_changes_);
-    const bool last_failed = record_.attachments.back().result.empty();
+    const bool last_failed = started_ > first_new_ && record_.attachments.back().result.empty();
     store::ContainerRecord added = record_;
     added.attachments.erase(added.attachments.begin(), added.attachments.begin() + static_cast<long>(first_new_));
     std::optional<CniError> error;

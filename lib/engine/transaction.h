@@ -1,15 +1,21 @@
-// Attaching networks to one cache entry as a transaction. Each attachment is recorded before its
-// delegate runs (so a crash can still be cleaned up), its result and then its network scoping are
-// recorded after. A result is written by the entry's next save, which always comes before the
-// next side effect or step (the next attachment, a scoping or default-route change, the
-// network-status write, a rollback, or the final complete mark, which it then shares): a crash in
-// between leaves what a crash inside the delegate would, so writing it earlier would protect
-// nothing more. Anything that throws before commit() is undone when the transaction goes out of
-// scope, in reverse and exactly: the default-route changes it made, then for every attachment it
-// added the scoping and the delegate's DEL; the entry is left as it was before (removed when the
-// transaction created it), except for attachments whose DEL failed, which stay recorded for the
-// runtime's DEL to retry. The CNI ADD attaches every network of a new entry this way; the node
-// agent attaches one more network to a running sandbox's entry the same way.
+// Attaching networks to one cache entry as a transaction. Every interface name is checked free
+// and every attachment recorded, in one write, before the first delegate runs (so a crash at any
+// point leaves an entry whose DEL releases whatever was done: a recorded attachment whose delegate
+// never ran gets a DEL for nothing, which CNI plugins answer with success). A delegate's result,
+// and then its network scoping, are recorded after it ran. A result is written by the entry's next
+// save, which always comes before the next step that depends on it or acts outside the
+// transaction (a scoping or default-route change, the network-status write, a rollback, or the
+// final complete mark, which it then shares): a crash in between leaves what a crash inside the
+// delegate would, so writing it earlier would protect nothing more. An ADD of N networks without
+// scoping thus writes its entry twice (three times with Kubernetes), not once or twice per
+// network: each write replaces the entry's file, which costs a file system's replace-by-rename
+// work (ext4 allocates and starts writing the new data, and frees the old). Anything that throws
+// before commit() is undone when the transaction goes out of scope, in reverse and exactly: the
+// default-route changes it made, then for every attachment whose delegate ran the scoping and the
+// delegate's DEL; the entry is left as it was before (removed when the transaction created it),
+// except for attachments whose DEL failed, which stay recorded for the runtime's DEL to retry. The
+// CNI ADD attaches every network of a new entry this way; the node agent attaches more networks to
+// a running sandbox's entry the same way.
 #pragma once
 
 #include <memory>
@@ -56,10 +62,12 @@ class AttachTransaction {
   AttachTransaction(const AttachTransaction&) = delete;
   AttachTransaction& operator=(const AttachTransaction&) = delete;
 
-  /// Attaches one more network with its scoping plan: CniError(InterfaceExists) when its interface
-  /// name is taken in the namespace, CniError(DelegateFailed) for an invalid result, and whatever
-  /// the delegate, the cache or the scoping throws.
-  void attach(const Attachment& a, const scoping::ScopingPlan& plan);
+  /// Attaches `as` in order, each with its scoping plan (`plans` index-aligned): all recorded in
+  /// one write, then each delegate run. CniError(InterfaceExists) when an interface name is taken
+  /// in the namespace (before any delegate runs, or when an earlier delegate took it),
+  /// CniError(DelegateFailed) for an invalid result, and whatever the delegate, the cache or the
+  /// scoping throws.
+  void attach_all(const std::vector<Attachment>& as, const std::vector<scoping::ScopingPlan>& plans);
   /// The default-route step over every attachment of the entry (`plans` index-aligned with
   /// record().attachments): routes applied, results rewritten to match, the entry saved.
   void apply_default_routes(const std::vector<scoping::ScopingPlan>& plans);
@@ -83,6 +91,9 @@ class AttachTransaction {
  private:
   void roll_back() noexcept;
   void save();
+  void refuse_taken_ifname(const Attachment& a);
+  void run_attachment(const Attachment& a, const scoping::ScopingPlan& plan, const std::string& version,
+                      std::size_t index);
 
   const Services& services_;
   Session& session_;
@@ -92,7 +103,9 @@ class AttachTransaction {
   scoping::ScopingEnv env_;
   store::ContainerRecord record_;
   std::vector<cni::Result> results_;
-  std::size_t first_new_ = 0;  ///< attachments before this index were there before
+  std::size_t first_new_ = 0;   ///< attachments before this index were there before
+  std::size_t started_ = 0;     ///< attachments before this index had their delegate run (or tried)
+  bool planned_saved_ = false;  ///< the attachments of attach_all() are on disk
   std::vector<scoping::DefaultRouteChange> route_changes_;
   bool unsaved_ = false;  ///< record_ holds a result the cache does not have yet
   bool committed_ = false;

@@ -2,6 +2,8 @@
 #include "netlink/link.h"
 
 #include <linux/if.h>
+#include <linux/rtnetlink.h>
+#include <netlink/errno.h>
 
 #include <algorithm>
 
@@ -72,12 +74,40 @@ std::vector<LinkInfo> list_links(NlSocket& sock) {
 
 std::optional<LinkInfo> find_link(NlSocket& sock, std::string_view name) {
   validate_ifname(name);
-  // A dump, not RTM_GETLINK of one name: libnl's rtnl_link_get_kernel ignores an error while it
-  // waits for the request's ACK, and an ACK left unread on the socket ends the next dump early (an
-  // empty address or rule list that is not empty). A dump ends with NLMSG_DONE and leaves nothing.
-  for (LinkInfo& link : list_links(sock))
-    if (link.name == name) return std::move(link);
-  return std::nullopt;
+  const std::string ifname(name);
+  // RTM_GETLINK of one name: the kernel looks it up in a hash, where a dump would serialise every
+  // link of the namespace (the ADD checks each new interface name, so a dump per attachment grew
+  // with the attachments before it). Sent with NLM_F_ACK and read to the end: the link, then its
+  // ACK; or one error. A missing name is ENODEV. Nothing is left unread on the socket, and libnl's
+  // expected sequence number moves on (it counts only ACKs, errors and ends of dumps).
+  nl_cache* raw = nullptr;
+  const int alloc_err = rtnl_link_alloc_cache(nullptr, AF_UNSPEC, &raw);
+  if (alloc_err < 0 || raw == nullptr)
+    sock.fail("allocate cache for", "link " + ifname, alloc_err < 0 ? alloc_err : -NLE_NOMEM);
+  CacheHandle cache(raw);
+  MsgHandle msg(nlmsg_alloc_simple(RTM_GETLINK, 0));
+  ifinfomsg hdr{};
+  hdr.ifi_family = AF_UNSPEC;
+  if (!msg || nlmsg_append(msg.get(), &hdr, sizeof hdr, NLMSG_ALIGNTO) < 0 ||
+      nla_put_string(msg.get(), IFLA_IFNAME, ifname.c_str()) < 0 ||
+      nla_put_u32(msg.get(), IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS) < 0)
+    sock.fail("build a request for", "link " + ifname, -NLE_NOMEM);
+  const int got = sock.request([&](nl_sock* s) {
+    int err = nl_send_auto(s, msg.get());
+    if (err >= 0) err = nl_cache_pickup(s, cache.get());
+    if (err >= 0) err = nl_wait_for_ack(s);
+    return err;
+  });
+  if (got < 0) {
+    if (sock.last_kernel_errno() == ENODEV) return std::nullopt;
+    sock.fail("get", "link " + ifname, got);
+  }
+  nl_object* obj = nl_cache_get_first(cache.get());
+  if (obj == nullptr) sock.fail("get", "link " + ifname, -NLE_OBJ_NOTFOUND);
+  LinkInfo link = to_link_info(reinterpret_cast<rtnl_link*>(obj));
+  // The kernel also finds a link by an alternative name; the interface named `name` is not that.
+  if (link.name != ifname) return std::nullopt;
+  return link;
 }
 
 }  // namespace manifold::netlink

@@ -127,11 +127,11 @@ void FileCache::save(const ContainerRecord& record) {
                         "cache entry of container " + record.container_id + " has no network name and cannot be saved");
   std::string text = serialise_reusing(record);
   std::filesystem::path temp_dir = dir_ / kTempDirName;
-  ensure_dir(dir_);
-  ensure_dir(temp_dir);
-  ensure_dir(dir_ / key.container_id);
-  TempFile temp(temp_dir, record.container_id);
-  temp.commit(text, record_path(key));
+  TempFile temp(temp_dir, record.container_id, [&] {
+    ensure_dir(dir_);
+    ensure_dir(temp_dir);
+  });
+  temp.commit(text, record_path(key), [&] { ensure_dir(dir_ / key.container_id); });
   // The entry now answers for its network: a first-layout entry it replaces is retired.
   if (load_legacy_for(key)) unlink_if_present(record_path({key.container_id, "", ""}));
 }

@@ -90,11 +90,18 @@ void unlink_if_present(const std::filesystem::path& path) {
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) throw_io("cannot remove", path, errno);
 }
 
-TempFile::TempFile(const std::filesystem::path& dir, const std::string& container_id) {
+TempFile::TempFile(const std::filesystem::path& dir, const std::string& container_id,
+                   const std::function<void()>& make_dir) {
+  bool made_dir = false;
   for (int attempt = 0; attempt < kTempNameAttempts; ++attempt) {
     path_ = dir / (container_id + "." + std::to_string(::getpid()) + "." + std::to_string(temp_sequence++) + ".tmp");
     fd_ = util::UniqueFd(::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (fd_.valid()) break;
+    if (errno == ENOENT && !made_dir) {
+      make_dir();
+      made_dir = true;
+      continue;
+    }
     if (errno != EEXIST) throw_io("cannot create", path_, errno);
   }
   if (!fd_.valid()) throw_io("cannot create", path_, EEXIST);
@@ -106,11 +113,17 @@ TempFile::~TempFile() {
   if (owned_) ::unlink(path_.c_str());
 }
 
-void TempFile::commit(std::string_view data, const std::filesystem::path& target) {
+void TempFile::commit(std::string_view data, const std::filesystem::path& target,
+                      const std::function<void()>& make_target_dir) {
   if (::fchmod(fd_.get(), 0600) != 0) throw_io("cannot chmod", path_, errno);
   write_all(fd_, data, path_);
   if (int err = fd_.close_checked()) throw_io("cannot close", path_, err);
-  if (::rename(path_.c_str(), target.c_str()) != 0) throw_io("cannot rename " + path_.string() + " to", target, errno);
+  int renamed = ::rename(path_.c_str(), target.c_str());
+  if (renamed != 0 && errno == ENOENT) {
+    make_target_dir();
+    renamed = ::rename(path_.c_str(), target.c_str());
+  }
+  if (renamed != 0) throw_io("cannot rename " + path_.string() + " to", target, errno);
   owned_ = false;
 }
 

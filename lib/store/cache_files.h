@@ -6,6 +6,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,14 +37,16 @@ bool is_temp_suffix(std::string_view rest);
 /// into place.
 class TempFile {
  public:
-  /// Creates the file in `dir`.
-  TempFile(const std::filesystem::path& dir, const std::string& container_id);
+  /// Creates the file in `dir`. When `dir` does not exist, calls `make_dir` (which creates it or
+  /// throws) and tries once more: a save that finds its directories costs no call to check them.
+  TempFile(const std::filesystem::path& dir, const std::string& container_id, const std::function<void()>& make_dir);
   ~TempFile();
   TempFile(const TempFile&) = delete;
   TempFile& operator=(const TempFile&) = delete;
 
-  /// Writes, closes and renames the file to `target` (no fsync: see cache.h).
-  void commit(std::string_view data, const std::filesystem::path& target);
+  /// Writes, closes and renames the file to `target` (no fsync: see cache.h). When the target's
+  /// directory does not exist, calls `make_target_dir` and renames once more.
+  void commit(std::string_view data, const std::filesystem::path& target, const std::function<void()>& make_target_dir);
 
  private:
   std::filesystem::path path_;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """ADD failures: a failing middle delegate is rolled back so nothing is left (no link besides lo,
 no host-local reservation, no cache file) and the delegate's own error code reaches the runtime;
-an interface name already taken in the namespace fails with 102 without calling that delegate and
+an interface name already taken in the namespace fails with 102 before any delegate runs and
 without deleting the link that was there.
 """
 import os
@@ -84,8 +84,7 @@ class CoreRollbackTest(ManifoldTestCase):
         self.write_manifold("1.0.0", delegates)
         add = self.driver("add", self.pod.path, container_id=CONTAINER)
         self.assertCniError(add, ERR_INTERFACE_EXISTS)
-        calls = [(r["command"], r["ifname"]) for r in self.tree.records()]
-        self.assertEqual(calls, [("ADD", "eth0"), ("DEL", "eth0")])
+        self.assertEqual(self.tree.records(), [])  # every name is checked before the first delegate
         self.assertEqual(self.pod.link_names(), ["lo", "net1"])
         self.assertEqual(self.tree.cache_files(), [])
 

@@ -74,7 +74,10 @@ class FaultsCacheDirTest(FaultsTestCase):
         add = self.driver("add", self.pod.path, container_id=CONTAINER)
         self.assertCniError(add, ERR_IO)
         self.assertErrorMentions(add, "Read-only file system")
-        self.assertEqual(self.calls(), [("ADD", "net2", "saboteur"), ("DEL", "net2", "saboteur")])
+        # Every network was recorded before the first delegate ran; the next write, the results
+        # after "fourth", is the one that fails.
+        self.assertEqual(self.calls(), [("ADD", "net2", "saboteur"), ("ADD", "net3", "fourth"),
+                                        ("DEL", "net3", "fourth"), ("DEL", "net2", "saboteur")])
         self.assertEqual(self.tree.reservations(), [])
         self.assertNoScopingLeft()
         self.assertPodEmpty()
@@ -92,7 +95,8 @@ class FaultsCacheDirTest(FaultsTestCase):
         add = self.driver("add", self.pod.path, container_id=CONTAINER)
         self.assertCniError(add, ERR_IO)
         self.assertErrorMentions(add, "No space left on device")
-        self.assertEqual(self.calls(), [("ADD", "net2", "filler"), ("DEL", "net2", "filler")])
+        self.assertEqual(self.calls(), [("ADD", "net2", "filler"), ("ADD", "net3", "fourth"),
+                                        ("DEL", "net3", "fourth"), ("DEL", "net2", "filler")])
         self.assertEqual(self.tree.cache_files(), ["filler"], "only the filler may be left")
         self.remove_filler()
         self.assertAllReleased()

@@ -212,6 +212,29 @@ TEST_CASE("link lookup and listing", "[netlink][integration]") {
   CHECK_FALSE(ops.find_link("mf1")->up);
 }
 
+TEST_CASE("a link lookup leaves nothing on the socket for the next request", "[netlink][integration]") {
+  SKIP_WITHOUT_NETNS();
+  TestNetns ns;
+  RealNetOps ops(ns.path());
+  for (int round = 0; round < 3; ++round) {
+    CHECK_FALSE(ops.find_link("net1").has_value());  // answered by an error alone
+    CHECK(ops.list_links().size() == 3);
+    CHECK(ops.find_link("mf0")->index == ns.mf0());  // answered by the link, then an ACK
+    CHECK(ops.list_links().size() == 3);
+    CHECK(has_address(ops.list_addresses(ns.mf0()), AddressInfo{AF_INET, ns.mf0(), cidr("192.0.2.2/24")}));
+    CHECK(ops.find_link("mf1")->index == ns.mf1());
+    CHECK(ops.find_link("mf1")->index == ns.mf1());
+    CHECK_FALSE(ops.find_link("net1").has_value());
+    CHECK_FALSE(ops.find_link("net2").has_value());
+    CHECK(ops.list_addresses().size() >= 4);
+  }
+  // The kernel finds a link by an alternative name too; the interface of that name does not exist.
+  ns.ip("link property add dev mf1 altname mfalt");
+  CHECK_FALSE(ops.find_link("mfalt").has_value());
+  CHECK(ops.find_link("mf1")->name == "mf1");
+  CHECK(ops.list_links().size() == 3);
+}
+
 TEST_CASE("address listing", "[netlink][integration]") {
   SKIP_WITHOUT_NETNS();
   TestNetns ns;

@@ -188,8 +188,8 @@ TEST_CASE("ADD on a failing disk rolls back and reports the disk error, even whe
           "[plugin][commands]") {
   World w;
   Json config = two_delegates(w);
-  // Saves: before bridge, after bridge, before macvlan, macvlan's result with the complete mark (fails).
-  auto out = run_on_broken_disk(w, "ADD", config, 3, true);
+  // Saves: both networks before bridge, both results with the complete mark (fails).
+  auto out = run_on_broken_disk(w, "ADD", config, 1, true);
   Json e = error_of(out);
   CHECK(e["code"] == 5);
   CHECK(e["msg"] == "cannot write cache: No space left on device");
@@ -200,14 +200,49 @@ TEST_CASE("ADD on a failing disk rolls back and reports the disk error, even whe
 
   SECTION("when the entry can be removed, nothing is left") {
     World v;
-    auto again = run_on_broken_disk(v, "ADD", two_delegates(v), 3, false);
+    auto again = run_on_broken_disk(v, "ADD", two_delegates(v), 1, false);
     CHECK(error_of(again)["code"] == 5);
     CHECK(v.cache.list().empty());
   }
-  SECTION("those four saves are all an ADD of two networks writes") {
+  SECTION("those two saves are all an ADD of two networks writes") {
     World v;
-    REQUIRE(run_on_broken_disk(v, "ADD", two_delegates(v), 4, false).exit_code == 0);
+    REQUIRE(run_on_broken_disk(v, "ADD", two_delegates(v), 2, false).exit_code == 0);
     CHECK(v.cache.load(v.key("ctr1")));
+  }
+}
+
+TEST_CASE("every network is recorded before the first delegate runs, in one write, results after",
+          "[plugin][commands]") {
+  World w;
+  std::vector<manifold::store::ContainerRecord> seen;  // the entry while each delegate's ADD runs
+  w.intercept = [&](const Call& c) -> std::optional<manifold::exec::ProcessResult> {
+    if (c.command == "ADD") seen.push_back(*w.cache.load(w.key("ctr1")));
+    return std::nullopt;
+  };
+  // One save allowed: the record of both networks. The second, both results with the complete
+  // mark, fails and the ADD rolls back.
+  DispatchOutput out = run_on_broken_disk(w, "ADD", two_delegates(w), 1, false);
+  REQUIRE(seen.size() == 2);
+  for (const manifold::store::ContainerRecord& r : seen) {
+    REQUIRE(r.attachments.size() == 2);
+    CHECK(r.attachments[0].ifname == "eth0");
+    CHECK(r.attachments[1].ifname == "net1");
+    CHECK(r.attachments[0].result.empty());
+    CHECK(r.attachments[1].result.empty());
+  }
+  CHECK(error_of(out)["code"] == 5);
+  CHECK(w.briefs_since(0) == Strings{"bridge ADD eth0", "macvlan ADD net1", "macvlan DEL net1", "bridge DEL eth0"});
+  CHECK(w.cache.list().empty());
+
+  SECTION("a delegate that fails leaves the networks after it out of the rollback") {
+    World v;
+    v.intercept = [](const Call& c) -> std::optional<manifold::exec::ProcessResult> {
+      if (c.command == "ADD" && c.type == "bridge") return cni_error_answer(11, "bridge is busy");
+      return std::nullopt;
+    };
+    CHECK(error_of(v.run("ADD", two_delegates(v)))["code"] == 11);
+    CHECK(v.briefs_since(0) == Strings{"bridge ADD eth0", "bridge DEL eth0"});
+    CHECK(v.cache.list().empty());
   }
 }
 

@@ -274,7 +274,7 @@ TEST_CASE("ADD rolls back a failing middle delegate", "[plugin][commands]") {
   }
 }
 
-TEST_CASE("ADD fails with 102 when an interface name is taken, without running that delegate", "[plugin][commands]") {
+TEST_CASE("ADD fails with 102 when an interface name is taken, before any delegate runs", "[plugin][commands]") {
   World w;
   w.ns().add_link("net1", "dummy");
   auto out = w.run("ADD", base_config(w));
@@ -282,9 +282,21 @@ TEST_CASE("ADD fails with 102 when an interface name is taken, without running t
   CHECK(e["code"] == 102);
   std::string msg = e["msg"];
   CHECK_THAT(msg, Catch::Contains("net1") && Catch::Contains("storage"));
-  CHECK(w.briefs_since(0) == Strings{"bridge ADD eth0", "bridge DEL eth0"});
+  CHECK(w.call_count() == 0);
   CHECK(w.cache.list().empty());
   CHECK(w.has_link(w.netns_path, "net1"));  // the pre-existing link is not touched
+
+  SECTION("a name an earlier delegate took is refused before its own delegate runs, and rolled back") {
+    World w2;
+    w2.intercept = [&w2](const Call& c) -> std::optional<manifold::exec::ProcessResult> {
+      if (c.command == "ADD" && c.type == "bridge") w2.ns().add_link("net1", "dummy");
+      return std::nullopt;
+    };
+    Json e2 = error_of(w2.run("ADD", base_config(w2)));
+    CHECK(e2["code"] == 102);
+    CHECK(w2.briefs_since(0) == Strings{"bridge ADD eth0", "bridge DEL eth0"});
+    CHECK(w2.cache.list().empty());
+  }
 
   SECTION("the cluster interface itself is taken: nothing runs") {
     World w2;

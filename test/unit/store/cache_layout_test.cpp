@@ -121,6 +121,34 @@ TEST_CASE("cache layout: two networks of one container are two entries, removed 
   CHECK_FALSE(fs::exists(dir.path() / "ctr"));
 }
 
+TEST_CASE("cache layout: a save creates whatever directory is missing, owner-only, and refuses a file in the way",
+          "[store]") {
+  TempDir dir;
+  const fs::path root = dir.path() / "nested" / "cache";
+  FileCache cache(root);  // a long-lived cache (the agent's): directories vanish under it
+  ContainerRecord a = entry("ctr", "a", "eth0");
+  auto owner_only = [](const fs::path& p) {
+    return fs::status(p).permissions() == (fs::perms::owner_read | fs::perms::owner_write | fs::perms::owner_exec);
+  };
+  cache.save(a);
+  CHECK(owner_only(root));
+  CHECK(owner_only(root / "ctr"));
+  cache.remove({"ctr", "a", "eth0"});  // the container's directory goes with its last entry
+  REQUIRE_FALSE(fs::exists(root / "ctr"));
+  cache.save(a);
+  CHECK(cache.load({"ctr", "a", "eth0"}) == a);
+  fs::remove_all(root);
+  cache.save(a);
+  CHECK(cache.load({"ctr", "a", "eth0"}) == a);
+  CHECK(owner_only(root / "ctr"));
+
+  fs::remove_all(root / "ctr");
+  std::ofstream(root / "ctr") << "not a directory";
+  CHECK(code_of([&] { cache.save(a); }) == 5);
+  CHECK(fs::is_regular_file(root / "ctr"));
+  CHECK(fs::is_empty(root / ".tmp"));  // the refused write's temp file is gone
+}
+
 TEST_CASE("cache layout: a lock taken by a call that saved nothing leaves no file", "[store]") {
   TempDir dir;
   FileCache cache(dir.path());
