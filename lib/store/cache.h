@@ -105,8 +105,8 @@ class FileCache final : public Cache {
   /// True when the container has no entry left (its directory is removed when empty).
   bool container_is_empty(const std::string& container_id);
   /// The record's file text, re-serialising only the attachments that changed since this cache
-  /// last saved the container: ADD saves the growing record twice per attachment, which would
-  /// otherwise make its JSON work quadratic in the number of attachments.
+  /// last saved the container: ADD saves the record twice more per attachment with network
+  /// scoping, which would otherwise make its JSON work quadratic in the number of attachments.
   std::string serialise_reusing(const ContainerRecord& record);
 
   std::filesystem::path dir_;

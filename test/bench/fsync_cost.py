@@ -9,9 +9,10 @@ directory on the same filesystem as the real cniDir (default: a temp directory u
 to /var/lib/cni), that save alone and that save made durable: fsync of the temp file before the
 rename and fsync of the directory after it (the entry's directory, and .tmp's for the created and
 removed temp name). The two alternate run by run, so load changes hit both alike. Prints median and
-p90 per save in microseconds, and per ADD for `--saves` saves (an ADD saves its entry twice per
-network, before and after running its delegate, and once more for scoping state: 4 saves for two
-networks, as the crash suite's step lists show). No root needed; nothing outside --dir is touched.
+p90 per save in microseconds, and per ADD for `--saves` saves (an ADD saves its entry twice: every
+network before the first delegate runs, then the results; once more with Kubernetes, and twice
+more per network with scoping, as the crash suite's step lists show). No root needed; nothing
+outside --dir is touched.
 """
 import argparse
 import os
@@ -76,7 +77,7 @@ def main():
     p.add_argument("--runs", type=int, default=500, help="saves of each kind (default %(default)s)")
     p.add_argument("--bytes", type=int, default=2500, help="entry size (default %(default)s, a "
                    "two-network entry)")
-    p.add_argument("--saves", type=int, default=4, help="saves per ADD (default %(default)s)")
+    p.add_argument("--saves", type=int, default=2, help="saves per ADD (default %(default)s)")
     args = p.parse_args()
     parent = args.dir or ("/var/lib" if os.access("/var/lib", os.W_OK) else None)
     directory = tempfile.mkdtemp(prefix="mf-fsync-", dir=parent)

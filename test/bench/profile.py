@@ -3,7 +3,7 @@
 loaded machine where wall times are not).
 
     sudo python3 test/bench/profile.py --manifold BIN [--only version,bridge,k8s-1,k8s-16]
-                                       [--top N] [--json FILE] [--keep DIR]
+                                       [--top N] [--json FILE] [--keep DIR] [--symbol-order FILE]
 
 BIN must have symbols: the Debug build's manifold, or an unstripped static release binary (the
 link line of `ninja -C build/debug/static -t commands manifold` without `-s`). Every verb runs once
@@ -15,6 +15,11 @@ ADD's requests. Prints manifold's own instructions (Ir, delegates are not traced
 floor's as "k8s-N apireplay" and, with --top, the functions with the most inclusive instructions.
 apireplay is $APIREPLAY (build/*/test/bench/apireplay, with symbols) or built on the fly. Needs
 root and valgrind.
+
+--symbol-order FILE writes the functions manifold ran in those verbs, by their linker (mangled)
+names, verb by verb: the static build's `plugin/symbol-order.txt`, which lld uses to lay the
+code of a CNI call out together (CMakeLists.txt). Regenerate it from an unstripped static binary
+after changes to what a call runs (then --top prints mangled names).
 """
 import argparse
 import contextlib
@@ -42,6 +47,36 @@ def total_instructions(callgrind_file):
     raise bench.BenchError("no instruction total in " + callgrind_file)
 
 
+FUNCTION_NAME = re.compile(r"^c?fn=\(\d+\) (.+)$")
+
+
+def executed_functions(callgrind_files):
+    """The functions named in callgrind files (run with --demangle=no), first seen first, each
+    once; callgrind's own entries ("(below main)", bare addresses) left out."""
+    names = {}
+    for path in callgrind_files:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                m = FUNCTION_NAME.match(line.rstrip("\n"))
+                if not m:
+                    continue
+                name = re.sub(r"'\d+$", "", m.group(1))  # callgrind's recursion-depth suffix
+                if not name.startswith(("0x", "(")):
+                    names.setdefault(name, None)
+    return list(names)
+
+
+def write_symbol_order(path, rows, manifold):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("# The functions CNI calls run, verb by verb: lld places them together in the static binary\n"
+                "# (CMakeLists.txt), so a call faults in fewer of its pages. Written by\n"
+                "# `test/bench/profile.py --symbol-order` from callgrind runs of %s\n"
+                "# (%s); names no longer in the binary are ignored.\n"
+                % (os.path.basename(manifold), ", ".join(r["label"] for r in rows)))
+        for name in executed_functions([r["file"] for r in rows]):
+            f.write(name + "\n")
+
+
 def top_functions(callgrind_file, n):
     """The n functions with the most inclusive instructions: [(Ir, name)]."""
     proc = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", callgrind_file],
@@ -57,10 +92,11 @@ def top_functions(callgrind_file, n):
 
 
 class Profiler:
-    def __init__(self, world, out_dir, top):
+    def __init__(self, world, out_dir, top, mangled=False):
         self.world = world
         self.out_dir = out_dir
         self.top = top
+        self.mangled = mangled  # function names as the linker knows them (--symbol-order)
         self.rows = []
 
     def run(self, label, command, conf=None, args=None, argv=None):
@@ -70,7 +106,8 @@ class Profiler:
             env = bench.base_env()
             env["CNI_COMMAND"] = command
         out = os.path.join(self.out_dir, label.replace(" ", "-") + ".out")
-        proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out] +
+        mangled = ["--demangle=no"] if self.mangled else []
+        proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out] + mangled +
                               (argv or [self.world.manifold]), input=stdin.encode(), env=env,
                               capture_output=True, timeout=600)
         if proc.returncode != 0:
@@ -107,6 +144,7 @@ def main(argv):
     p.add_argument("--top", type=int, default=0, help="print the N most expensive functions per verb")
     p.add_argument("--json", help="write the counts here")
     p.add_argument("--keep", help="keep the callgrind files in this directory")
+    p.add_argument("--symbol-order", help="write the functions the verbs ran here (plugin/symbol-order.txt)")
     args = p.parse_args(argv)
     if os.geteuid() != 0:
         print("profile.py needs root (network namespaces)", file=sys.stderr)
@@ -122,7 +160,7 @@ def main(argv):
         world = bench.World(stack, bench_args)
         out_dir = args.keep or world.mkdir("callgrind")
         os.makedirs(out_dir, exist_ok=True)
-        prof = Profiler(world, out_dir, args.top)
+        prof = Profiler(world, out_dir, args.top, mangled=bool(args.symbol_order))
         if "version" in only:
             world.exec([world.manifold], dict(bench.base_env(), CNI_COMMAND="VERSION"), '{"cniVersion":"1.0.0"}')
             prof.run("version VERSION", "VERSION")
@@ -143,6 +181,9 @@ def main(argv):
             print("%-20s %15s" % (row["label"], "{:,}".format(row["instructions"])))
             for ir, fn in row.get("top", []):
                 print("    %15s  %s" % ("{:,}".format(ir), fn[:150]))
+        if args.symbol_order:
+            write_symbol_order(args.symbol_order, [r for r in prof.rows if "apireplay" not in r["label"]],
+                               args.manifold)
         if args.json:
             with open(args.json, "w", encoding="utf-8") as f:
                 json.dump({"manifold": args.manifold, "rows": prof.rows}, f, indent=1)

@@ -416,15 +416,22 @@ class StaticRootfsTest(unittest.TestCase):
         for library, marker in LIBRARY_MARKERS.items():
             self.assertIn(marker, image, "%s is not linked into %s" % (library, self.binary))
 
-    def test_link_line_is_static_stripped_and_gc_sections(self):
+    def test_link_line_is_static_stripped_gc_sections_and_ordered(self):
         build_dir = os.path.dirname(self.binary)
         if not os.path.exists(os.path.join(build_dir, "build.ninja")):
             ci.skip_or_fail(self, "%s is not in a Ninja build directory" % self.binary)
         proc = subprocess.run(["ninja", "-C", build_dir, "-t", "commands", "manifold"],
                               capture_output=True, text=True, check=True)
         link = proc.stdout.strip().splitlines()[-1].split()
-        for flag in ("-static", "-Wl,--gc-sections", "-s"):
+        for flag in ("-static", "-Wl,--gc-sections", "-s", "-fuse-ld=lld"):
             self.assertIn(flag, link, "the link line of %s lacks %s" % (self.binary, flag))
+        # The code of a CNI call laid out together (CMakeLists.txt): lld with the order file.
+        order = [f.split("=", 1)[1] for f in link if f.startswith("-Wl,--symbol-ordering-file=")]
+        self.assertEqual(len(order), 1, "the link line of %s orders no symbols" % self.binary)
+        with open(order[0], encoding="utf-8") as f:
+            names = [line for line in f.read().splitlines() if line and not line.startswith("#")]
+        self.assertIn("main", names)
+        self.assertGreater(len(names), 1000, "%s lists too few functions" % order[0])
 
     def test_rootfs_holds_no_library_manifold_could_use(self):
         files = self.rootfs_files()
