@@ -79,7 +79,8 @@ class AttachTransaction {
   void flush();
   /// The entry as it stands.
   const store::ContainerRecord& record() const { return record_; }
-  /// The decoded result of every attachment, index-aligned with record().attachments.
+  /// The decoded result of every attachment whose delegate ran: index-aligned with
+  /// record().attachments once attach_all() returned.
   const std::vector<cni::Result>& results() const { return results_; }
   /// Writes what is not on disk yet (flush()), then keeps everything: the destructor no longer
   /// rolls back. When that write throws, the transaction is not committed and rolls back.
