@@ -102,7 +102,6 @@ void AttachTransaction::attach_all(const std::vector<Attachment>& as, const std:
   for (std::size_t i = 0; i < as.size(); ++i)
     record_.attachments.push_back(planned_record(session_.config, inv_, as[i], plans[i], versions[i]));
   save();  // every attachment recorded before the first delegate runs, so a crash can be cleaned up
-  planned_saved_ = true;
   for (std::size_t i = 0; i < as.size(); ++i) {
     // An earlier delegate of this transaction may have created the name (checked above for the first).
     if (i != 0) refuse_taken_ifname(as[i]);
@@ -153,19 +152,19 @@ void AttachTransaction::apply_default_routes(const std::vector<scoping::ScopingP
 // Undoes what this transaction did. The last attachment may be the one whose ADD failed; its DEL is
 // attempted but a failure there is only logged (a plugin cleans up after its own failed ADD).
 void AttachTransaction::roll_back() noexcept {
-  if (!planned_saved_) return;           // nothing of this transaction was recorded or run
+  // attach_all() starts the first delegate right after the write that records every attachment:
+  // when none started, that write failed and nothing of this transaction is on disk or done.
+  if (started_ == first_new_) return;
   record_.attachments.resize(started_);  // the ones whose delegate never ran are only forgotten
-  if (started_ > first_new_) {
-    try {
-      flush();  // a result not on disk yet is written before the DELs, for a crash during them
-    } catch (const std::exception& e) {
-      util::log_error("cannot record the last result before rolling back: ", e.what());
-    }
+  try {
+    flush();  // a result not on disk yet is written before the DELs, for a crash during them
+  } catch (const std::exception& e) {
+    util::log_error("cannot record the last result before rolling back: ", e.what());
   }
   try {
     util::log_error("ADD failed, rolling back ", record_.attachments.size() - first_new_, " attachment(s)");
     scoping::undo_default_routes(*netns_, route_changes_);
-    const bool last_failed = started_ > first_new_ && record_.attachments.back().result.empty();
+    const bool last_failed = record_.attachments.back().result.empty();
     store::ContainerRecord added = record_;
     added.attachments.erase(added.attachments.begin(), added.attachments.begin() + static_cast<long>(first_new_));
     std::optional<CniError> error;

@@ -104,9 +104,8 @@ class AttachTransaction {
   scoping::ScopingEnv env_;
   store::ContainerRecord record_;
   std::vector<cni::Result> results_;
-  std::size_t first_new_ = 0;   ///< attachments before this index were there before
-  std::size_t started_ = 0;     ///< attachments before this index had their delegate run (or tried)
-  bool planned_saved_ = false;  ///< the attachments of attach_all() are on disk
+  std::size_t first_new_ = 0;  ///< attachments before this index were there before
+  std::size_t started_ = 0;    ///< attachments before this index had their delegate run (or tried)
   std::vector<scoping::DefaultRouteChange> route_changes_;
   bool unsaved_ = false;  ///< record_ holds a result the cache does not have yet
   bool committed_ = false;
