@@ -177,6 +177,10 @@ std::vector<store::AttachmentRecord> delete_attachments(Session& session, const 
   };
   for (size_t i = record.attachments.size(); i-- > 0;) {
     const auto& a = record.attachments[i];
+    if (!a.delegate_started) {  // recorded by an ADD that was killed before it ran this delegate
+      util::log_verbose("network \"", a.name, "\" (", a.ifname, ") was never started: nothing to delete");
+      continue;
+    }
     bool ok = true;
     try {
       if (scoping && !a.scoping.is_null()) remove_attachment_scoping(*scoping, inv, a);

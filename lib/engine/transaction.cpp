@@ -99,8 +99,10 @@ void AttachTransaction::attach_all(const std::vector<Attachment>& as, const std:
   for (const Attachment& a : as) refuse_taken_ifname(a);
   const std::size_t base = record_.attachments.size();
   std::vector<std::string> versions(as.size());
-  for (std::size_t i = 0; i < as.size(); ++i)
+  for (std::size_t i = 0; i < as.size(); ++i) {
     record_.attachments.push_back(planned_record(session_.config, inv_, as[i], plans[i], versions[i]));
+    record_.attachments.back().delegate_started = i == 0;  // the first starts right after the write
+  }
   save();  // every attachment recorded before the first delegate runs, so a crash can be cleaned up
   for (std::size_t i = 0; i < as.size(); ++i) {
     // An earlier delegate of this transaction may have created the name (checked above for the first).
@@ -111,8 +113,12 @@ void AttachTransaction::attach_all(const std::vector<Attachment>& as, const std:
 
 void AttachTransaction::run_attachment(const Attachment& a, const scoping::ScopingPlan& plan,
                                        const std::string& version, std::size_t index) {
-  started_ = index + 1;  // from here on a rollback runs this attachment's DEL
   store::AttachmentRecord& added = record_.attachments[index];
+  if (!added.delegate_started) {  // from here on the runtime's DEL (after a kill) runs its DEL
+    added.delegate_started = true;
+    if (session_.cache->mark_started(record_, index + 1)) unsaved_ = false;
+  }
+  started_ = index + 1;  // from here on a rollback runs this attachment's DEL
   copy_device_info(services_, session_.config, a);
 
   util::log_verbose("ADD network \"", a.name, "\" as ", a.ifname);

@@ -1,7 +1,10 @@
 // Attaching networks to one cache entry as a transaction. Every interface name is checked free
 // and every attachment recorded, in one write, before the first delegate runs (so a crash at any
-// point leaves an entry whose DEL releases whatever was done: a recorded attachment whose delegate
-// never ran gets a DEL for nothing, which CNI plugins answer with success). A delegate's result,
+// point leaves an entry whose DEL releases whatever was done). Each later delegate is marked
+// started before it runs, in place (store::Cache::mark_started, no rewrite of the entry), so the
+// DEL after a kill skips the attachments whose delegate never ran: there is nothing to release,
+// and a plugin whose DEL fails on an interface it never made (Debian's host-device, sbr) would
+// otherwise keep the pod's DEL failing when retryDeleteOnError is set. A delegate's result,
 // and then its network scoping, are recorded after it ran. A result is written by the entry's next
 // save, which always comes before the next step that depends on it or acts outside the
 // transaction (a scoping or default-route change, the network-status write, a rollback, or the

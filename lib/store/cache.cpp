@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -69,7 +70,27 @@ std::optional<ContainerRecord> FileCache::load(const EntryKey& key) {
   std::filesystem::path path = record_path(key);
   std::optional<std::string> text = read_bounded(path, kMaxCacheFileBytes);
   if (!text) return key.legacy() ? std::nullopt : load_legacy_for(key);
-  return record_from_json(parse_record_json(*text, path.string()), key, path.string());
+  return read_record(path, *text, key);
+}
+
+ContainerRecord FileCache::read_record(const std::filesystem::path& path, const std::string& text,
+                                       const EntryKey& key) {
+  ContainerRecord record = record_from_json(parse_record_json(text, path.string()), key, path.string());
+  // A reader without the container's lock may find a newer file here than the text it read: the
+  // mark it then applies can only claim more delegates started than that text did (DEL more).
+  char mark[24];
+  const ssize_t n = ::lgetxattr(path.c_str(), kStartedAttribute, mark, sizeof mark);
+  if (n < 0 && (errno == ENODATA || errno == ENOTSUP || errno == ENOENT)) return record;
+  if (n < 0 && errno != ERANGE) throw_io("cannot read the progress mark of", path, errno);
+  std::size_t count = 0;
+  const std::string_view digits(mark, n < 0 ? 0 : static_cast<std::size_t>(n));
+  if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string_view::npos)
+    throw cni::CniError(cni::ErrorCode::Decoding, "corrupt cache file " + path.string() + ": its attribute " +
+                                                      kStartedAttribute + " is not a count of attachments");
+  for (char c : digits) count = count * 10 + static_cast<std::size_t>(c - '0');
+  for (std::size_t i = 0; i < count && i < record.attachments.size(); ++i)
+    record.attachments[i].delegate_started = true;
+  return record;
 }
 
 std::optional<ContainerRecord> FileCache::load_legacy_for(const EntryKey& key) {
@@ -77,7 +98,7 @@ std::optional<ContainerRecord> FileCache::load_legacy_for(const EntryKey& key) {
   std::filesystem::path path = record_path(legacy);
   std::optional<std::string> text = read_bounded(path, kMaxCacheFileBytes);
   if (!text) return std::nullopt;
-  ContainerRecord record = record_from_json(parse_record_json(*text, path.string()), legacy, path.string());
+  ContainerRecord record = read_record(path, *text, legacy);
   if (record.ifname != key.ifname) return std::nullopt;
   return record;
 }
@@ -134,6 +155,15 @@ void FileCache::save(const ContainerRecord& record) {
   temp.commit(text, record_path(key), [&] { ensure_dir(dir_ / key.container_id); });
   // The entry now answers for its network: a first-layout entry it replaces is retired.
   if (load_legacy_for(key)) unlink_if_present(record_path({key.container_id, "", ""}));
+}
+
+bool FileCache::mark_started(const ContainerRecord& record, std::size_t count) {
+  const std::string value = std::to_string(count);
+  const std::filesystem::path path = record_path(record.key());
+  if (!record.key().legacy() && ::lsetxattr(path.c_str(), kStartedAttribute, value.data(), value.size(), 0) == 0)
+    return false;
+  save(record);  // no mark possible here (ENOTSUP, ENOSPC, …): the whole record says it
+  return true;
 }
 
 void FileCache::remove(const EntryKey& key) {

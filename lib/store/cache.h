@@ -7,7 +7,9 @@
 // `<cniDir>/<containerID>/<network>@<ifname>.json` (the network name percent-encoded), written
 // atomically (temp file, rename) with 0700 directories and 0600 files, and serialises every call for
 // one container with the FileLock `<cniDir>/<containerID>.lock`, which goes away with the
-// container's last entry (so a refused call leaves nothing behind). Entries of the first layout
+// container's last entry (so a refused call leaves nothing behind). An ADD's progress (which
+// delegates started) is marked in place on the entry's file, as the extended attribute
+// kStartedAttribute, instead of rewriting it before every delegate. Entries of the first layout
 // (`<cniDir>/<containerID>.json`, one per container, no network name) are still read, DELed and
 // removed. Writes are not fsync'ed: a reader or a crashed manifold always sees a whole old or whole
 // new file, and only a power loss — which also destroys every network namespace the cache
@@ -35,6 +37,10 @@ namespace manifold::store {
 
 /// Default bound on waiting for a container's lock.
 inline constexpr std::chrono::milliseconds kDefaultLockTimeout{30000};
+/// FileCache's in-place progress mark on an entry's file: the number of its attachments (from the
+/// first) whose delegate has started, in decimal. Only the file written by the entry's last save
+/// carries it (a save writes a new file, whose JSON then holds every flag).
+inline constexpr const char* kStartedAttribute = "user.manifold.started";
 
 /// The cache of every entry on the node.
 class Cache {
@@ -45,6 +51,14 @@ class Cache {
   virtual std::optional<ContainerRecord> load(const EntryKey& key) = 0;
   /// Stores the record under record.key() (atomic replace).
   virtual void save(const ContainerRecord& record) = 0;
+  /// Records that the delegates of record.attachments[0, count) have started (the caller set their
+  /// delegate_started), where it can without rewriting the entry: FileCache sets the extended
+  /// attribute kStartedAttribute of the entry's file, which load() applies (a mark costs a few
+  /// microseconds; a replace-by-rename far more). The entry must be as `record` was last saved, but
+  /// for results not written yet and these flags. When no mark can be set (a file system without
+  /// user extended attributes, a full disk), saves the whole record instead (throwing what save()
+  /// throws) and returns true: the caller then knows every result it held is on disk too.
+  virtual bool mark_started(const ContainerRecord& record, std::size_t count) = 0;
   /// Deletes the entry (and a first-layout entry load(key) would answer with); idempotent. Call it
   /// while holding lock(key.container_id) on the same thread; otherwise it takes the lock itself.
   virtual void remove(const EntryKey& key) = 0;
@@ -75,6 +89,7 @@ class FileCache final : public Cache {
 
   std::optional<ContainerRecord> load(const EntryKey& key) override;
   void save(const ContainerRecord& record) override;
+  bool mark_started(const ContainerRecord& record, std::size_t count) override;
   void remove(const EntryKey& key) override;
   std::vector<EntryKey> list() override;
   std::vector<EntryKey> list(const std::string& container_id) override;
@@ -100,6 +115,8 @@ class FileCache final : public Cache {
   };
   bool held_by_this_thread(const std::string& container_id);
   void remove_temp_files(const std::string& container_id);
+  /// The record in the file at `path` (of entry `key`), with its progress mark applied.
+  ContainerRecord read_record(const std::filesystem::path& path, const std::string& text, const EntryKey& key);
   /// The first-layout entry of `key`'s container when its ifname is `key.ifname`, else nullopt.
   std::optional<ContainerRecord> load_legacy_for(const EntryKey& key);
   /// True when the container has no entry left (its directory is removed when empty).

@@ -42,6 +42,21 @@ void MemoryCache::save(const ContainerRecord& record) {
   records_[record.key()] = record;
 }
 
+bool MemoryCache::mark_started(const ContainerRecord& record, std::size_t count) {
+  {
+    std::lock_guard lock(mu_);
+    ++marks_;
+    auto it = records_.find(record.key());
+    if (!refuse_marks_ && it != records_.end() && corrupt_.count(record.key()) == 0) {
+      for (std::size_t i = 0; i < count && i < it->second.attachments.size(); ++i)
+        it->second.attachments[i].delegate_started = true;
+      return false;
+    }
+  }
+  save(record);
+  return true;
+}
+
 void MemoryCache::remove(const EntryKey& key) {
   validate_entry_key(key);
   std::lock_guard lock(mu_);

@@ -26,6 +26,9 @@ class MemoryCache final : public Cache {
 
   std::optional<ContainerRecord> load(const EntryKey& key) override;
   void save(const ContainerRecord& record) override;
+  /// Sets the flags in the stored record, like FileCache's mark, and returns false; after
+  /// refuse_marks() saves the whole record and returns true, like FileCache where no mark can be set.
+  bool mark_started(const ContainerRecord& record, std::size_t count) override;
   void remove(const EntryKey& key) override;
   std::vector<EntryKey> list() override;
   std::vector<EntryKey> list(const std::string& container_id) override;
@@ -34,6 +37,10 @@ class MemoryCache final : public Cache {
 
   /// Makes load(key) throw CniError(Decoding) like a corrupt file, until save or remove.
   void corrupt(const EntryKey& key);
+  /// From now on mark_started() falls back to a whole save.
+  void refuse_marks() { refuse_marks_ = true; }
+  /// How many times mark_started() was called.
+  int marks() const { return marks_; }
   /// True while a guard for `container_id` is alive.
   bool is_locked(const std::string& container_id) const;
 
@@ -46,6 +53,8 @@ class MemoryCache final : public Cache {
   std::condition_variable released_;
   std::map<EntryKey, ContainerRecord> records_;
   std::set<EntryKey> corrupt_;
+  bool refuse_marks_ = false;
+  int marks_ = 0;
   std::map<std::string, std::thread::id> holders_;
 };
 

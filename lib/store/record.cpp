@@ -64,6 +64,10 @@ void take_typed_state(AttachmentRecord& a, const std::string& prefix, const std:
   a.device_info_file = device_info.is_string() ? device_info.get<std::string>() : std::string();
   a.scoping = take("scoping");
   a.status_fields = take("statusFields");
+  const Json started = take("delegateStarted");
+  if (!started.is_null() && !started.is_boolean())
+    throw_corrupt(source, "\"" + prefix + "extra.delegateStarted\" is not a boolean");
+  a.delegate_started = !started.is_boolean() || started.get<bool>();
 }
 
 }  // namespace
@@ -74,6 +78,7 @@ Json attachment_extra_json(const AttachmentRecord& a) {
   if (!a.device_info_file.empty()) extra["deviceInfoFile"] = a.device_info_file;
   if (!a.scoping.is_null()) extra["scoping"] = a.scoping;
   if (!a.status_fields.is_null()) extra["statusFields"] = a.status_fields;
+  if (!a.delegate_started) extra["delegateStarted"] = false;
   return extra;
 }
 

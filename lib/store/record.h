@@ -40,6 +40,10 @@ struct AttachmentRecord {
   Json scoping;
   /// Extra fields of its network-status entry ("statusFields"); null when none.
   Json status_fields;
+  /// False while the attachment is recorded but its delegate was never started ("delegateStarted":
+  /// false): an ADD records every network before it runs the first delegate, so a kill leaves
+  /// the ones after the running delegate in this state, and a DEL has nothing to release for them.
+  bool delegate_started = true;
   /// Any other keys of its "extra" object in the cache file, kept as they were.
   Json extra = Json::object();
 

@@ -17,7 +17,7 @@ namespace manifold::store {
 bool is_valid_container_id(std::string_view id);
 
 /// The attachment's "extra" object as the file holds it: its other keys plus the typed state
-/// ("cniArgs", "deviceInfoFile", "scoping", "statusFields") when set.
+/// ("cniArgs", "deviceInfoFile", "scoping", "statusFields"; "delegateStarted" when false) when set.
 Json attachment_extra_json(const AttachmentRecord& a);
 
 /// Throws CniError(Internal) unless every `extra` of the record is an object.

@@ -20,7 +20,7 @@ sys.path.insert(0, _HERE)
 sys.dont_write_bytecode = True
 
 from harness import ManifoldTestCase  # noqa: E402
-from harness.netns import run  # noqa: E402
+from harness.netns import add_veth, run  # noqa: E402
 from scoping_world import PRIORITY, mesh, net1_conf  # noqa: E402
 
 ERR_IO = 5
@@ -104,6 +104,32 @@ class FaultsTestCase(ManifoldTestCase):
     def cache_path(self, container):
         """The cache file path of a container's entry in manifold-net on eth0."""
         return self.tree.cache_entry_path(container)
+
+    def add_killed_before_host_device(self, container):
+        """The runtime's ADD of [cluster (eth0), fake-record (net1), host-device (net2)] with
+        retryDeleteOnError, during which manifold is SIGKILLed while net1's delegate runs: net2
+        was recorded but never started. Debian's host-device fails the DEL of an interface it never
+        moved ("failed to find net2"), so only a DEL that skips never-started networks succeeds.
+        Returns (the ADD's run, the host device's name); the device stays in the node namespace."""
+        device = "mfhd%d" % (os.getpid() % 100000)
+        add_veth(self.node, device, device + "p")
+        self.addCleanup(lambda: self.node.exec("ip", "link", "del", device, check=False))
+        host_device = {"cniVersion": "1.0.0", "name": "hostdev", "type": "host-device", "device": device}
+        killer = self.fake_conf("fake-record", name="killer", crash="caller")
+        self.write_manifold("1.0.0", [self.cluster_conf(), killer, host_device], retryDeleteOnError=True)
+        add = self.driver("add", self.pod.path, container_id=container)
+        self.assertNotEqual(add.rc, 0, "manifold was not killed")
+        return add, device
+
+    def assertDelSkipsNeverStarted(self, container, device):
+        """The runtime's DEL after add_killed_before_host_device succeeds, DELs net1 and not
+        net2, leaves the host device in the node, and releases everything."""
+        self.assertOk(self.driver("del", self.pod.path, container_id=container))
+        self.assertEqual(self.calls(), [("ADD", "net1", "killer"), ("DEL", "net1", "killer")])
+        self.assertIn(device, self.node.link_names())
+        self.node.ip("link", "del", device)
+        self.assertAllReleased()
+        self.assertOk(self.driver("del", self.pod.path, container_id=container))
 
     def mount(self, *args):
         """Runs mount in this process's (private) mount namespace."""

@@ -3,13 +3,16 @@
 ADD, full (ENOSPC) in the middle of an ADD, and read-only or full at DEL. An ADD fails with I/O
 error 5 naming the cause and rolls back every delegate (links, host-local reservations, our ip
 rules and iptables chains); a DEL still releases everything and succeeds, logging that it could
-not remove the cache entry, which the next DEL (once the disk is back) removes.
+not remove the cache entry, which the next DEL (once the disk is back) removes. A cniDir on a file
+system without user extended attributes (ramfs) records each delegate's start by rewriting the
+entry instead of the in-place progress mark.
 
 The process runs in a private mount namespace (faults_case.enter_private_mount_namespace), where
 the tests put a tmpfs or a bind mount on their cniDir. A fault in the middle of an ADD is injected
 by a fake delegate's afterAdd command; it runs in the mount namespace `ip netns exec` made for the
 runtime (a slave copy of ours), so a mount there never reaches this process or the host.
 """
+import errno
 import os
 import sys
 
@@ -53,7 +56,28 @@ class FaultsCacheDirTest(FaultsTestCase):
         if os.path.exists(filler):
             os.unlink(filler)
 
+    def ramfs_cni_dir(self):
+        """A ramfs on the cniDir: a file system without user extended attributes; undone when the
+        test ends."""
+        self.mount("-t", "ramfs", "-o", "mode=0700", "ramfs", self.tree.cni_dir)
+        self.unmount_later(self.tree.cni_dir)
+
     # ---- ADD ---------------------------------------------------------------------------------------
+
+    def test_without_extended_attributes_each_delegate_start_is_written_into_the_entry(self):
+        # No progress mark possible (ENOTSUP): net1's start is a save of the whole entry, which
+        # also writes eth0's result; a kill during net1 still leaves net2 never started.
+        self.ramfs_cni_dir()
+        add, device = self.add_killed_before_host_device(CONTAINER)
+        path = self.cache_path(CONTAINER)
+        entry = self.cache_record(CONTAINER)
+        self.assertEqual([a["extra"].get("delegateStarted", True) for a in entry["attachments"]],
+                         [True, True, False])
+        self.assertNotEqual(entry["attachments"][0]["result"], "")
+        with self.assertRaises(OSError) as raised:
+            os.getxattr(path, "user.manifold.started")
+        self.assertEqual(raised.exception.errno, errno.EOPNOTSUPP)
+        self.assertDelSkipsNeverStarted(CONTAINER, device)
 
     def test_read_only_cni_dir_fails_the_add_before_any_delegate_runs(self):
         self.bind_cni_dir(read_only=True)
@@ -74,10 +98,10 @@ class FaultsCacheDirTest(FaultsTestCase):
         add = self.driver("add", self.pod.path, container_id=CONTAINER)
         self.assertCniError(add, ERR_IO)
         self.assertErrorMentions(add, "Read-only file system")
-        # Every network was recorded before the first delegate ran; the next write, the results
-        # after "fourth", is the one that fails.
-        self.assertEqual(self.calls(), [("ADD", "net2", "saboteur"), ("ADD", "net3", "fourth"),
-                                        ("DEL", "net3", "fourth"), ("DEL", "net2", "saboteur")])
+        # Every network was recorded before the first delegate ran; the next write, the mark that
+        # "fourth" started (EROFS, and so does the whole save it falls back to), fails: "fourth"
+        # never runs, as a crash could not be cleaned up after it.
+        self.assertEqual(self.calls(), [("ADD", "net2", "saboteur"), ("DEL", "net2", "saboteur")])
         self.assertEqual(self.tree.reservations(), [])
         self.assertNoScopingLeft()
         self.assertPodEmpty()
@@ -89,6 +113,8 @@ class FaultsCacheDirTest(FaultsTestCase):
         self.assertAllReleased()
 
     def test_full_cni_dir_mid_add_rolls_back_every_delegate(self):
+        # tmpfs keeps the mark that "fourth" started in memory, so the full disk is met by the
+        # write of the results after it.
         self.tmpfs_cni_dir()
         filler = self.fake_conf("fake-record", name="filler", afterAdd=self.fill_cni_dir())
         self.write_manifold("1.0.0", self.delegates(filler, self.fake_conf("fake-record", name="fourth")))

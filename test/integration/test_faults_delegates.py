@@ -5,9 +5,12 @@ before and after creating its link, one that exits non-zero with garbage on stdo
 past delegateTimeout inside a conflist (on ADD) or on DEL, one whose result is in an unsupported
 version. Each ADD fails with 101 naming what happened and leaves nothing: no link, no host-local
 reservation, no cache entry, no ip rule or iptables rule of ours. A DEL whose delegate hangs still
-releases every other network. (A plain garbage result and a hang as a whole delegate are covered
+releases every other network. manifold itself SIGKILLed while a delegate runs: the networks after
+it were recorded but never started, and the runtime's DEL skips them (also with retryDeleteOnError
+and a host-device network, whose DEL would fail on an interface it never moved). (A plain garbage result and a hang as a whole delegate are covered
 by test_core_bad_input.py, failing delegates with their own CNI error by test_core_rollback.py.)
 """
+import json
 import os
 import sys
 import time
@@ -80,6 +83,17 @@ class FaultsDelegatesTest(FaultsTestCase):
         self.assertErrorMentions(add, "future", "2.0.0")
         self.assertEqual(self.calls(), [("ADD", "net2", "future"), ("DEL", "net2", "future")])
         self.assertAllReleased()
+
+    def test_manifold_killed_mid_add_leaves_later_networks_unstarted_and_del_skips_them(self):
+        add, device = self.add_killed_before_host_device(CONTAINER)
+        self.assertIn("signal", json.dumps(add.error or {}) + add.stderr)
+        # Every network was recorded before the first delegate ran; net1's start is the file's
+        # progress mark (an extended attribute), not a rewrite of its JSON.
+        path = self.cache_path(CONTAINER)
+        flags = [a["extra"].get("delegateStarted", True) for a in self.cache_record(CONTAINER)["attachments"]]
+        self.assertEqual(flags, [True, False, False])
+        self.assertEqual(os.getxattr(path, "user.manifold.started"), b"2")
+        self.assertDelSkipsNeverStarted(CONTAINER, device)
 
     def test_delegate_hanging_on_del_fails_the_del_but_the_others_are_released(self):
         pid_file = self.tree.path("hang.pid")

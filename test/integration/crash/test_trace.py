@@ -27,6 +27,7 @@ write(3</tmp/t/manifold.log>, "2026-12-01 [debug] saving\\n", 26) = 26
 openat(AT_FDCWD</w>, "/tmp/t/cache/.tmp/c.9.0.tmp", O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, 0600) = 6</tmp/t/cache/.tmp/c.9.0.tmp>
 write(6</tmp/t/cache/.tmp/c.9.0.tmp>, "{\\"kind\\":\\"manifold-cache\\"}", 25) = 25
 rename("/tmp/t/cache/.tmp/c.9.0.tmp", "/tmp/t/cache/c.json") = 0
+lsetxattr("/tmp/t/cache/c.json", "user.manifold.started", "2", 1, 0) = 0
 socket(AF_NETLINK, SOCK_RAW|SOCK_CLOEXEC, NETLINK_ROUTE) = 7<NETLINK:[26377]>
 sendmsg(7<NETLINK:[26377]>, {msg_iov=[{iov_base=[{nlmsg_len=52, nlmsg_type=0x12 /* NLMSG_??? */, nlmsg_flags=NLM_F_REQUEST|NLM_F_ACK}]}]}, 0) = 52
 recvmsg(7<NETLINK:[26377]>, {msg_iov=[{iov_base=[{nlmsg_len=72, nlmsg_type=NLMSG_ERROR}]}]}, MSG_PEEK|MSG_TRUNC) = 72
@@ -55,7 +56,7 @@ class ClassificationTest(unittest.TestCase):
 
     def test_kill_steps_are_the_state_changes_of_manifold(self):
         self.assertEqual(names(trace.kill_steps(self.trace, LOG)), [
-            "openat#2", "flock#1", "openat#3", "write#2", "rename#1", "sendmsg#2", "clone3#1",
+            "openat#2", "flock#1", "openat#3", "write#2", "rename#1", "lsetxattr#1", "sendmsg#2", "clone3#1",
             "sendto#1", "sendmsg#3", "unlink#1", "exit_group#1"])
 
     def test_error_points_are_cache_writes_and_netlink_io(self):
@@ -63,7 +64,7 @@ class ClassificationTest(unittest.TestCase):
         self.assertEqual([(n, p[1]) for n, p in zip(names([c for c, _ in points]), points)], [
             ("openat#2", trace.CACHE_ERRNOS), ("openat#3", trace.CACHE_ERRNOS),
             ("write#2", trace.CACHE_ERRNOS), ("rename#1", trace.CACHE_ERRNOS),
-            ("sendmsg#1", trace.NETLINK_ERRNOS), ("recvmsg#1", trace.NETLINK_ERRNOS),
+            ("lsetxattr#1", trace.CACHE_ERRNOS), ("sendmsg#1", trace.NETLINK_ERRNOS), ("recvmsg#1", trace.NETLINK_ERRNOS),
             ("sendmsg#2", trace.NETLINK_ERRNOS), ("unlink#1", trace.CACHE_ERRNOS)])
 
     def test_netlink_receives_after_a_tcp_receive_are_left_out(self):

@@ -19,7 +19,7 @@ requests, reads — are not steps: a kill there leaves exactly the state of a ki
 strace delivers the SIGKILL at the entry of the call, so the call itself never runs.
 
 error_points() lists where an errno is injected instead: the cache's write-type calls (openat with
-O_CREAT, write, rename, mkdir, unlink under cniDir) and every netlink sendmsg/recvmsg (but the
+O_CREAT, write, rename, mkdir, unlink, the progress mark's lsetxattr under cniDir) and every netlink sendmsg/recvmsg (but the
 receives whose index a TCP read before them makes unstable, see there).
 
 Every injected run is verified (verify_hit): the call strace killed or failed must be the same call
@@ -49,7 +49,8 @@ _NLMSG_TYPE_RE = re.compile(r"nlmsg_type=(?P<type>0x[0-9a-fA-F]+|\d+|[A-Z_]+)")
 FILE_CHANGES = frozenset({
     "mkdir", "mkdirat", "rmdir", "rename", "renameat", "renameat2", "unlink", "unlinkat", "link",
     "linkat", "symlink", "symlinkat", "chmod", "fchmod", "fchmodat", "chown", "fchown", "fchownat",
-    "lchown", "truncate", "ftruncate", "fallocate", "utimensat", "flock", "mknod", "mknodat"})
+    "lchown", "truncate", "ftruncate", "fallocate", "utimensat", "flock", "mknod", "mknodat",
+    "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr"})
 OPENS = frozenset({"open", "openat", "openat2", "creat"})
 WRITES = frozenset({"write", "pwrite64", "writev", "pwritev", "pwritev2"})
 SENDS = frozenset({"sendto", "sendmsg", "sendmmsg"})
@@ -58,7 +59,8 @@ SPAWNS = frozenset({"clone", "clone3", "fork", "vfork"})
 SIGNALS = frozenset({"kill", "tkill", "tgkill", "pidfd_send_signal"})
 MOUNTS = frozenset({"mount", "umount2", "move_mount"})
 CACHE_ERROR_CALLS = frozenset({"open", "openat", "creat", "write", "pwrite64", "writev", "rename",
-                               "renameat", "renameat2", "mkdir", "mkdirat", "unlink", "unlinkat"})
+                               "renameat", "renameat2", "mkdir", "mkdirat", "unlink", "unlinkat",
+                               "setxattr", "lsetxattr", "fsetxattr"})
 CACHE_ERRNOS = ("ENOSPC", "EIO")
 NETLINK_ERRNOS = ("ENOBUFS", "EBUSY")
 

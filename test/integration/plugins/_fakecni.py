@@ -15,7 +15,9 @@ interface and config, and then misbehave in the way their name says. Config keys
   exitCode    fake-garbage: exit status after printing its garbage (default 0)
   hangOn      list of verbs fake-hang hangs on (default ["ADD"]); other ADDs return a result
   crash       fake-record: "before-link" or "after-link" — SIGKILLs itself during ADD, before or
-              after creating its interface (a delegate dying mid-ADD)
+              after creating its interface (a delegate dying mid-ADD); "caller" — SIGKILLs the
+              process that ran it (manifold) once its interface exists, as a runtime's timeout or
+              the OOM killer would, then answers as usual (to nobody)
   afterAdd    fake-record: a shell command run after its interface exists, before it answers
               (fault injection on the node: fill or remount a directory...)
   resultVersion  fake-record: the cniVersion written into its ADD result instead of the config's
@@ -120,10 +122,16 @@ def _record_add(conf):
         subprocess.run(["sh", "-c", conf["afterAdd"]], stdout=subprocess.DEVNULL, check=False)
     if conf.get("crash") == "after-link":
         _crash()
+    if conf.get("crash") == "caller":
+        os.kill(os.getppid(), signal.SIGKILL)
     result = _result(conf, ifname, netns, mac, address)
     if conf.get("resultVersion"):
         result["cniVersion"] = conf["resultVersion"]
-    sys.stdout.write(json.dumps(result))
+    try:
+        sys.stdout.write(json.dumps(result))
+        sys.stdout.flush()
+    except BrokenPipeError:  # crash "caller": nobody reads the answer
+        sys.stdout = None
 
 
 def _record_del():

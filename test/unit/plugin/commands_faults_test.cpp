@@ -51,12 +51,12 @@ void edit_record(World& w, const std::string& id, Fn fn) {
   w.cache.save(*record);
 }
 
-/// A Cache over the world's cache whose save (after `saves_allowed` successful ones) and remove
+/// A Cache over the world's cache whose save (after `saves_allowed` successful ones), progress mark and remove
 /// fail like a full or read-only disk.
 class BrokenDiskCache final : public manifold::store::Cache {
  public:
-  BrokenDiskCache(manifold::store::Cache& inner, int saves_allowed, bool remove_fails)
-      : inner_(inner), saves_left_(saves_allowed), remove_fails_(remove_fails) {}
+  BrokenDiskCache(manifold::store::Cache& inner, int saves_allowed, bool remove_fails, bool marks_refused)
+      : inner_(inner), saves_left_(saves_allowed), remove_fails_(remove_fails), marks_refused_(marks_refused) {}
   std::optional<manifold::store::ContainerRecord> load(const manifold::store::EntryKey& key) override {
     return inner_.load(key);
   }
@@ -65,6 +65,12 @@ class BrokenDiskCache final : public manifold::store::Cache {
       throw manifold::cni::CniError(manifold::cni::ErrorCode::Io, "cannot write cache: No space left on device");
     if (saves_left_ < -1) saves_left_ = -1;
     inner_.save(record);
+  }
+  /// A mark in place, or (a file system without extended attributes) a save that counts as one.
+  bool mark_started(const manifold::store::ContainerRecord& record, std::size_t count) override {
+    if (!marks_refused_) return inner_.mark_started(record, count);
+    save(record);
+    return true;
   }
   void remove(const manifold::store::EntryKey& key) override {
     if (remove_fails_)
@@ -80,14 +86,17 @@ class BrokenDiskCache final : public manifold::store::Cache {
   manifold::store::Cache& inner_;
   int saves_left_;
   bool remove_fails_;
+  bool marks_refused_;
 };
 
-/// Runs one verb like World::run, with the cache replaced by a BrokenDiskCache.
+/// Runs one verb like World::run, with the cache replaced by a BrokenDiskCache (`marks_refused`: its
+/// progress marks fall back to saves).
 DispatchOutput run_on_broken_disk(World& w, const std::string& command, const Json& config, int saves_allowed,
-                                  bool remove_fails) {
+                                  bool remove_fails, bool marks_refused = false) {
   manifold::plugin::Services s = w.services();
-  s.open_cache = [&w, saves_allowed, remove_fails](const std::string&) -> std::unique_ptr<manifold::store::Cache> {
-    return std::make_unique<BrokenDiskCache>(w.cache, saves_allowed, remove_fails);
+  s.open_cache = [&w, saves_allowed, remove_fails,
+                  marks_refused](const std::string&) -> std::unique_ptr<manifold::store::Cache> {
+    return std::make_unique<BrokenDiskCache>(w.cache, saves_allowed, remove_fails, marks_refused);
   };
   std::map<std::string, std::string> env = {{"CNI_COMMAND", command},         {"CNI_CONTAINERID", "ctr1"},
                                             {"CNI_IFNAME", "eth0"},           {"CNI_NETNS", w.netns_path},
@@ -229,7 +238,12 @@ TEST_CASE("every network is recorded before the first delegate runs, in one writ
     CHECK(r.attachments[1].ifname == "net1");
     CHECK(r.attachments[0].result.empty());
     CHECK(r.attachments[1].result.empty());
+    CHECK(r.attachments[0].delegate_started);
   }
+  // macvlan is marked started (in place, no save) before it runs, not before.
+  CHECK_FALSE(seen[0].attachments[1].delegate_started);
+  CHECK(seen[1].attachments[1].delegate_started);
+  CHECK(w.cache.marks() == 1);
   CHECK(error_of(out)["code"] == 5);
   CHECK(w.briefs_since(0) == Strings{"bridge ADD eth0", "macvlan ADD net1", "macvlan DEL net1", "bridge DEL eth0"});
   CHECK(w.cache.list().empty());
@@ -243,6 +257,66 @@ TEST_CASE("every network is recorded before the first delegate runs, in one writ
     CHECK(error_of(v.run("ADD", two_delegates(v)))["code"] == 11);
     CHECK(v.briefs_since(0) == Strings{"bridge ADD eth0", "bridge DEL eth0"});
     CHECK(v.cache.list().empty());
+  }
+}
+
+TEST_CASE("where no progress mark can be set, each later delegate's start is a save that writes the results before it",
+          "[plugin][commands]") {
+  World w;
+  std::vector<manifold::store::ContainerRecord> seen;
+  w.intercept = [&](const Call& c) -> std::optional<manifold::exec::ProcessResult> {
+    if (c.command == "ADD") seen.push_back(*w.cache.load(w.key("ctr1")));
+    return std::nullopt;
+  };
+  // Saves: both networks, macvlan's start (with bridge's result), the complete mark.
+  REQUIRE(run_on_broken_disk(w, "ADD", two_delegates(w), 3, false, true).exit_code == 0);
+  REQUIRE(seen.size() == 2);
+  CHECK_FALSE(seen[1].attachments[0].result.empty());
+  CHECK(seen[1].attachments[1].delegate_started);
+
+  SECTION("a full disk at that save rolls back what ran, and the delegate never starts") {
+    World v;
+    CHECK(error_of(run_on_broken_disk(v, "ADD", two_delegates(v), 1, false, true))["code"] == 5);
+    CHECK(v.briefs_since(0) == Strings{"bridge ADD eth0", "bridge DEL eth0"});
+    CHECK(v.cache.list().empty());
+  }
+}
+
+TEST_CASE("DEL after a kill mid-ADD skips the networks whose delegate never started, also with retryDeleteOnError",
+          "[plugin][commands]") {
+  World w;
+  Json config = two_delegates(w);
+  config["retryDeleteOnError"] = true;
+  std::optional<manifold::store::ContainerRecord> at_kill;  // the entry while bridge's ADD runs
+  w.intercept = [&](const Call& c) -> std::optional<manifold::exec::ProcessResult> {
+    if (c.command == "ADD" && c.type == "bridge") at_kill = w.cache.load(w.key("ctr1"));
+    return std::nullopt;
+  };
+  REQUIRE(w.run("ADD", config).exit_code == 0);
+  REQUIRE(at_kill);
+  REQUIRE_FALSE(at_kill->attachments[1].delegate_started);
+  REQUIRE(w.run("DEL", config).exit_code == 0);
+  // The runtime's DEL after manifold was killed inside bridge's ADD: macvlan never ran, and its
+  // DEL would fail the way host-device's does for an interface it never moved.
+  w.cache.save(*at_kill);
+  w.intercept = [](const Call& c) -> std::optional<manifold::exec::ProcessResult> {
+    if (c.command == "DEL" && c.type == "macvlan") return cni_error_answer(11, "failed to find net1");
+    return std::nullopt;
+  };
+  size_t before = w.call_count();
+  DispatchOutput out = w.run("DEL", config);
+  INFO(out.stdout_text);
+  CHECK(out.exit_code == 0);
+  CHECK(w.briefs_since(before) == Strings{"bridge DEL eth0"});
+  CHECK(w.cache.list().empty());
+
+  SECTION("a network whose delegate had started is DELeted, and kept while its DEL fails") {
+    at_kill->attachments[1].delegate_started = true;
+    w.cache.save(*at_kill);
+    before = w.call_count();
+    CHECK(error_of(w.run("DEL", config))["code"] == 11);
+    CHECK(w.briefs_since(before) == Strings{"macvlan DEL net1", "bridge DEL eth0"});
+    CHECK(w.ids() == Strings{"ctr1"});
   }
 }
 

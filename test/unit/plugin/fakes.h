@@ -54,6 +54,9 @@ class ForwardingCache final : public store::Cache {
   explicit ForwardingCache(store::Cache& inner) : inner_(inner) {}
   std::optional<store::ContainerRecord> load(const store::EntryKey& key) override { return inner_.load(key); }
   void save(const store::ContainerRecord& record) override { inner_.save(record); }
+  bool mark_started(const store::ContainerRecord& record, std::size_t count) override {
+    return inner_.mark_started(record, count);
+  }
   void remove(const store::EntryKey& key) override { inner_.remove(key); }
   std::vector<store::EntryKey> list() override { return inner_.list(); }
   std::vector<store::EntryKey> list(const std::string& id) override { return inner_.list(id); }
