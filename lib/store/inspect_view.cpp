@@ -162,7 +162,10 @@ std::string container_text(const ContainerRecord& record, bool netns_exists) {
   std::vector<std::vector<std::string>> rows = {{"IFNAME", "NETWORK", "CLUSTER", "IPS", "MAC", "GATEWAYS", "SCOPING"}};
   for (const auto& a : record.attachments) {
     auto s = summarize(a, record.cni_version);
-    std::string ips = a.result.empty() ? "(no result)" : s.readable ? or_dash(join(s.ips, ",")) : "(unreadable result)";
+    std::string ips = !a.delegate_started ? "(never started)"
+                      : a.result.empty()  ? "(no result)"
+                      : s.readable        ? or_dash(join(s.ips, ","))
+                                          : "(unreadable result)";
     rows.push_back({or_dash(a.ifname), or_dash(a.name), a.cluster_network ? "yes" : "no", ips, or_dash(s.mac),
                     or_dash(join(s.gateways, ",")), scoping_keys(attachment_extra_json(a))});
   }

@@ -90,6 +90,9 @@ TEST_CASE("missing or corrupt results and configs are shown, not fatal", "[store
   std::string t = container_text(r, true);
   CHECK(t.find("(no result)") != std::string::npos);
   CHECK(t.find("(unreadable result)") != std::string::npos);
+  r.attachments[0].delegate_started = false;  // recorded by an ADD killed before it ran
+  CHECK(container_text(r, true).find("(never started)") != std::string::npos);
+  CHECK(container_json(r, true)["attachments"][0]["scoping"]["delegateStarted"] == false);
   Json j = container_json(r, true);
   CHECK(j["attachments"][1]["config"] == "<not JSON>");
   CHECK(j["attachments"][1]["result"].is_null());
