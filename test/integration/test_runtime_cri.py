@@ -6,7 +6,8 @@ k8s.v1.cni.cncf.io/networks annotation names a NAD gives the sandbox eth0 and ne
 (which serves a page) is reachable through the hostPort the kubelet asked for, and the pod gets its
 network-status annotation; StopPodSandbox releases everything and RemovePodSandbox removes the
 sandbox. With max_conf_num 2 the plugin attaches two manifold networks to one sandbox (as eth0 and
-eth1, concurrently). Each test has its own containerd, started once the test's CNI configs are in
+eth1, concurrently). A manifold killed in the middle of RunPodSandbox's ADD is torn down by the CRI
+plugin's own DEL, leaving nothing. Each test has its own containerd, started once the test's CNI configs are in
 place, and ends with the runtime leak check of runtimes/case.py.
 """
 import json
@@ -14,10 +15,13 @@ import os
 import sys
 import time
 
+import grpc
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True
 
-from harness import configs  # noqa: E402
+from harness import add_veth, configs  # noqa: E402
+from harness.tree import FAKE_PLUGIN_DIR  # noqa: E402
 from k8s_case import NETWORKS, K8sTestCase  # noqa: E402
 from runtimes import cri  # noqa: E402
 from runtimes.case import (MANIFOLD_CAPABILITIES, OTHER_BRIDGE, OTHER_GATEWAY,  # noqa: E402
@@ -128,6 +132,31 @@ class CriTest(RuntimeTestCase, K8sTestCase):
         self.assertEqual(sandbox.addresses("net1"), ["198.51.100.10/24"])
         self.assertEqual(sandbox.addresses("eth1-2"), ["198.51.100.21/24"])
         self.stop_and_remove(sandbox_id)
+
+    def test_manifold_killed_mid_add_is_torn_down_by_the_runtime(self):
+        # manifold is SIGKILLed (by its net1 delegate, standing in for any killer) while attaching
+        # [cluster, net1, host-device net2] with retryDeleteOnError. RunPodSandbox fails and the
+        # CRI plugin tears the sandbox's network down (CNI DEL) before it gives up: that DEL must
+        # release the cluster network's IP and net1, and skip net2, whose delegate never ran —
+        # Debian's host-device fails the DEL of an interface it never moved, which would keep
+        # the entry (and the pod's DEL) failing. The host device stays on the node.
+        device = "mfhd%d" % (os.getpid() % 100000)
+        add_veth(self.node, device, device + "p")
+        self.node_baseline |= {device, device + "p"}
+        os.symlink(os.path.join(FAKE_PLUGIN_DIR, "fake-record"), os.path.join(self.cni_bin_dir, "fake-record"))
+        killer = self.fake_conf("fake-record", name="killer", crash="caller")
+        host_device = {"cniVersion": "1.0.0", "name": "hostdev", "type": "host-device", "device": device}
+        self.write_cni_config("10-mfk.conflist", self.manifold_list(
+            "mfk", [self.cluster_list(), killer, host_device], retryDeleteOnError=True))
+        self.start_cri()
+        with self.assertRaises(grpc.RpcError) as failed:
+            self.run_sandbox()
+        self.assertIn("signal: killed", failed.exception.details())
+        calls = [(r["command"], r["ifname"]) for r in self.tree.records()]
+        self.assertEqual(calls, [("ADD", "net1"), ("DEL", "net1")], self.tree.log_tail())
+        self.assertIn(device, self.node.link_names())
+        self.assertEqual(list(self.cri.call("ListPodSandbox").items), [])
+        self.assertRuntimeClean()
 
 
 if __name__ == "__main__":
