@@ -149,7 +149,7 @@ void mark_deleting(store::Cache& cache, store::ContainerRecord& record) {
   if (entry_state(record) == EntryState::Deleting) return;
   set_entry_state(record, EntryState::Deleting);
   try {
-    cache.save(record);
+    cache.mark_state(record);  // in place: the DEL removes or rewrites the entry anyway
   } catch (const CniError& e) {
     util::log_error("cannot record that the DEL of ", record.key().str(), " began (", e.msg(), "); deleting anyway");
   }

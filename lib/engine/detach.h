@@ -45,7 +45,8 @@ std::vector<store::AttachmentRecord> delete_attachments(Session& session, const 
 void forget_entry(store::Cache& cache, const store::EntryKey& key);
 
 /// Records in `record` and its saved entry that a DEL began (engine/entry_state.h), so the node
-/// agent leaves the sandbox alone from now on; a failure to save is logged, not thrown.
+/// agent leaves the sandbox alone from now on: a mark in place (store::Cache::mark_state), or a
+/// save where none can be set; a failure is logged, not thrown.
 void mark_deleting(store::Cache& cache, store::ContainerRecord& record);
 
 /// Stores `record` with only its `failed` attachments, for the next DEL to retry; a failure is

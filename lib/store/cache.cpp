@@ -22,6 +22,23 @@ namespace {
 
 constexpr const char* kTempDirName = ".tmp";
 constexpr std::string_view kEntryExt = ".json";
+constexpr const char* kStateLetters = "abcdefghijklmnopqrstuvwxyz";
+
+// The value of the in-place mark `name` on the entry file `path`: nullopt when it has none (or the
+// file system keeps no extended attributes). CniError(Decoding) naming the file and the attribute
+// when the value is empty, longer than `max_length` or has a byte outside `allowed`.
+std::optional<std::string> read_mark(const std::filesystem::path& path, const char* name, std::string_view allowed,
+                                     std::size_t max_length) {
+  char buf[64];
+  const ssize_t n = ::lgetxattr(path.c_str(), name, buf, sizeof buf);
+  if (n < 0 && (errno == ENODATA || errno == ENOTSUP || errno == ENOENT)) return std::nullopt;
+  if (n < 0 && errno != ERANGE) throw_io(std::string("cannot read the attribute ") + name + " of", path, errno);
+  const std::string_view value(buf, n < 0 ? 0 : static_cast<std::size_t>(n));
+  if (value.empty() || value.size() > max_length || value.find_first_not_of(allowed) != std::string_view::npos)
+    throw cni::CniError(cni::ErrorCode::Decoding,
+                        "corrupt cache file " + path.string() + ": its attribute " + name + " is not a valid mark");
+  return std::string(value);
+}
 
 }  // namespace
 
@@ -77,19 +94,14 @@ ContainerRecord FileCache::read_record(const std::filesystem::path& path, const 
                                        const EntryKey& key) {
   ContainerRecord record = record_from_json(parse_record_json(text, path.string()), key, path.string());
   // A reader without the container's lock may find a newer file here than the text it read: the
-  // mark it then applies can only claim more delegates started than that text did (DEL more).
-  char mark[24];
-  const ssize_t n = ::lgetxattr(path.c_str(), kStartedAttribute, mark, sizeof mark);
-  if (n < 0 && (errno == ENODATA || errno == ENOTSUP || errno == ENOENT)) return record;
-  if (n < 0 && errno != ERANGE) throw_io("cannot read the progress mark of", path, errno);
-  std::size_t count = 0;
-  const std::string_view digits(mark, n < 0 ? 0 : static_cast<std::size_t>(n));
-  if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string_view::npos)
-    throw cni::CniError(cni::ErrorCode::Decoding, "corrupt cache file " + path.string() + ": its attribute " +
-                                                      kStartedAttribute + " is not a count of attachments");
-  for (char c : digits) count = count * 10 + static_cast<std::size_t>(c - '0');
-  for (std::size_t i = 0; i < count && i < record.attachments.size(); ++i)
-    record.attachments[i].delegate_started = true;
+  // marks it then applies can only claim more delegates started (DEL more), or a later state.
+  if (std::optional<std::string> count = read_mark(path, kStartedAttribute, "0123456789", 9)) {
+    std::size_t n = 0;
+    for (char c : *count) n = n * 10 + static_cast<std::size_t>(c - '0');
+    for (std::size_t i = 0; i < n && i < record.attachments.size(); ++i) record.attachments[i].delegate_started = true;
+  }
+  if (std::optional<std::string> state = read_mark(path, kStateAttribute, kStateLetters, kMaxStateLength))
+    record.extra["state"] = *state;
   return record;
 }
 
@@ -157,13 +169,25 @@ void FileCache::save(const ContainerRecord& record) {
   if (load_legacy_for(key)) unlink_if_present(record_path({key.container_id, "", ""}));
 }
 
-bool FileCache::mark_started(const ContainerRecord& record, std::size_t count) {
-  const std::string value = std::to_string(count);
+bool FileCache::mark_or_save(const ContainerRecord& record, const char* name, const std::string& value) {
   const std::filesystem::path path = record_path(record.key());
-  if (!record.key().legacy() && ::lsetxattr(path.c_str(), kStartedAttribute, value.data(), value.size(), 0) == 0)
-    return false;
+  if (!record.key().legacy() && ::lsetxattr(path.c_str(), name, value.data(), value.size(), 0) == 0) return false;
   save(record);  // no mark possible here (ENOTSUP, ENOSPC, …): the whole record says it
   return true;
+}
+
+bool FileCache::mark_started(const ContainerRecord& record, std::size_t count) {
+  return mark_or_save(record, kStartedAttribute, std::to_string(count));
+}
+
+bool FileCache::mark_state(const ContainerRecord& record) {
+  auto it = record.extra.find("state");
+  const std::string state = it != record.extra.end() && it->is_string() ? it->get<std::string>() : std::string();
+  if (state.empty() || state.size() > kMaxStateLength || state.find_first_not_of(kStateLetters) != std::string::npos) {
+    save(record);  // not a state a mark can hold
+    return true;
+  }
+  return mark_or_save(record, kStateAttribute, state);
 }
 
 void FileCache::remove(const EntryKey& key) {

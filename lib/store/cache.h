@@ -8,8 +8,9 @@
 // atomically (temp file, rename) with 0700 directories and 0600 files, and serialises every call for
 // one container with the FileLock `<cniDir>/<containerID>.lock`, which goes away with the
 // container's last entry (so a refused call leaves nothing behind). An ADD's progress (which
-// delegates started) is marked in place on the entry's file, as the extended attribute
-// kStartedAttribute, instead of rewriting it before every delegate. Entries of the first layout
+// delegates started) and a DEL's start are marked in place on the entry's file, as the extended
+// attributes kStartedAttribute and kStateAttribute, instead of rewriting it: a replace-by-rename
+// costs the file system far more. Entries of the first layout
 // (`<cniDir>/<containerID>.json`, one per container, no network name) are still read, DELed and
 // removed. Writes are not fsync'ed: a reader or a crashed manifold always sees a whole old or whole
 // new file, and only a power loss — which also destroys every network namespace the cache
@@ -41,6 +42,12 @@ inline constexpr std::chrono::milliseconds kDefaultLockTimeout{30000};
 /// first) whose delegate has started, in decimal. Only the file written by the entry's last save
 /// carries it (a save writes a new file, whose JSON then holds every flag).
 inline constexpr const char* kStartedAttribute = "user.manifold.started";
+/// FileCache's in-place mark of the entry's "state" (the string at "state" of the entry's extra
+/// object, e.g. "deleting"), overriding the one in the file's JSON; like kStartedAttribute, only
+/// on the file the last save wrote.
+inline constexpr const char* kStateAttribute = "user.manifold.state";
+/// Longest state a kStateAttribute may hold.
+inline constexpr std::size_t kMaxStateLength = 32;
 
 /// The cache of every entry on the node.
 class Cache {
@@ -59,6 +66,11 @@ class Cache {
   /// user extended attributes, a full disk), saves the whole record instead (throwing what save()
   /// throws) and returns true: the caller then knows every result it held is on disk too.
   virtual bool mark_started(const ContainerRecord& record, std::size_t count) = 0;
+  /// Records the entry-level "state" string of record.extra (engine/entry_state.h) the same way:
+  /// in place (FileCache: the extended attribute kStateAttribute, which load() applies), else by
+  /// saving the whole record (then returns true). The entry must be as `record` was last saved but
+  /// for that state.
+  virtual bool mark_state(const ContainerRecord& record) = 0;
   /// Deletes the entry (and a first-layout entry load(key) would answer with); idempotent. Call it
   /// while holding lock(key.container_id) on the same thread; otherwise it takes the lock itself.
   virtual void remove(const EntryKey& key) = 0;
@@ -90,6 +102,7 @@ class FileCache final : public Cache {
   std::optional<ContainerRecord> load(const EntryKey& key) override;
   void save(const ContainerRecord& record) override;
   bool mark_started(const ContainerRecord& record, std::size_t count) override;
+  bool mark_state(const ContainerRecord& record) override;
   void remove(const EntryKey& key) override;
   std::vector<EntryKey> list() override;
   std::vector<EntryKey> list(const std::string& container_id) override;
@@ -115,7 +128,10 @@ class FileCache final : public Cache {
   };
   bool held_by_this_thread(const std::string& container_id);
   void remove_temp_files(const std::string& container_id);
-  /// The record in the file at `path` (of entry `key`), with its progress mark applied.
+  /// Sets the extended attribute `name` of the entry's file to `value`; when it cannot, saves the
+  /// whole record and returns true.
+  bool mark_or_save(const ContainerRecord& record, const char* name, const std::string& value);
+  /// The record in the file at `path` (of entry `key`), with its in-place marks applied.
   ContainerRecord read_record(const std::filesystem::path& path, const std::string& text, const EntryKey& key);
   /// The first-layout entry of `key`'s container when its ifname is `key.ifname`, else nullopt.
   std::optional<ContainerRecord> load_legacy_for(const EntryKey& key);

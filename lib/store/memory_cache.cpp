@@ -57,6 +57,21 @@ bool MemoryCache::mark_started(const ContainerRecord& record, std::size_t count)
   return true;
 }
 
+bool MemoryCache::mark_state(const ContainerRecord& record) {
+  {
+    std::lock_guard lock(mu_);
+    ++marks_;
+    auto it = records_.find(record.key());
+    auto state = record.extra.find("state");
+    if (!refuse_marks_ && it != records_.end() && corrupt_.count(record.key()) == 0 && state != record.extra.end()) {
+      it->second.extra["state"] = *state;
+      return false;
+    }
+  }
+  save(record);
+  return true;
+}
+
 void MemoryCache::remove(const EntryKey& key) {
   validate_entry_key(key);
   std::lock_guard lock(mu_);

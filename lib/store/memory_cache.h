@@ -29,6 +29,8 @@ class MemoryCache final : public Cache {
   /// Sets the flags in the stored record, like FileCache's mark, and returns false; after
   /// refuse_marks() saves the whole record and returns true, like FileCache where no mark can be set.
   bool mark_started(const ContainerRecord& record, std::size_t count) override;
+  /// Sets the stored record's "state" like FileCache's mark (false), or saves after refuse_marks().
+  bool mark_state(const ContainerRecord& record) override;
   void remove(const EntryKey& key) override;
   std::vector<EntryKey> list() override;
   std::vector<EntryKey> list(const std::string& container_id) override;
@@ -39,7 +41,7 @@ class MemoryCache final : public Cache {
   void corrupt(const EntryKey& key);
   /// From now on mark_started() falls back to a whole save.
   void refuse_marks() { refuse_marks_ = true; }
-  /// How many times mark_started() was called.
+  /// How many times mark_started() or mark_state() was called.
   int marks() const { return marks_; }
   /// True while a guard for `container_id` is alive.
   bool is_locked(const std::string& container_id) const;

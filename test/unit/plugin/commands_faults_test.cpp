@@ -72,6 +72,12 @@ class BrokenDiskCache final : public manifold::store::Cache {
     save(record);
     return true;
   }
+  /// Like mark_started.
+  bool mark_state(const manifold::store::ContainerRecord& record) override {
+    if (!marks_refused_) return inner_.mark_state(record);
+    save(record);
+    return true;
+  }
   void remove(const manifold::store::EntryKey& key) override {
     if (remove_fails_)
       throw manifold::cni::CniError(manifold::cni::ErrorCode::Io, "cannot remove cache: Read-only file system");

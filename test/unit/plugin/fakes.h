@@ -57,6 +57,7 @@ class ForwardingCache final : public store::Cache {
   bool mark_started(const store::ContainerRecord& record, std::size_t count) override {
     return inner_.mark_started(record, count);
   }
+  bool mark_state(const store::ContainerRecord& record) override { return inner_.mark_state(record); }
   void remove(const store::EntryKey& key) override { inner_.remove(key); }
   std::vector<store::EntryKey> list() override { return inner_.list(); }
   std::vector<store::EntryKey> list(const std::string& id) override { return inner_.list(id); }

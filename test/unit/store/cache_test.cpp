@@ -226,6 +226,37 @@ TEST_CASE("file cache: a progress mark sets delegates started in place, without 
   }
 }
 
+TEST_CASE("file cache: the entry's state is marked in place and overrides the file's", "[store]") {
+  TempDir dir;
+  FileCache cache(dir.path());
+  ContainerRecord r = sample();
+  r.extra["state"] = "complete";
+  cache.save(r);
+  const fs::path file = cache.record_path(key(r.container_id));
+  const std::string text = read_file(file);
+  struct stat before {};
+  REQUIRE(::stat(file.c_str(), &before) == 0);
+  r.extra["state"] = "deleting";
+  CHECK_FALSE(cache.mark_state(r));
+  struct stat after {};
+  REQUIRE(::stat(file.c_str(), &after) == 0);
+  CHECK(after.st_ino == before.st_ino);
+  CHECK(read_file(file) == text);
+  CHECK(cache.load(key(r.container_id)) == r);
+
+  SECTION("a state no mark can hold is saved with the whole record") {
+    r.extra["state"] = "Not A Mark";
+    CHECK(cache.mark_state(r));
+    CHECK(cache.load(key(r.container_id)) == r);
+  }
+  SECTION("a mark that is not a state makes the entry corrupt") {
+    for (const std::string& bad : std::vector<std::string>{"", "DELETING", "deleting\n", std::string(40, 'a')}) {
+      REQUIRE(::lsetxattr(file.c_str(), manifold::store::kStateAttribute, bad.data(), bad.size(), 0) == 0);
+      CHECK(code_of([&] { cache.load(key(r.container_id)); }) == 6);
+    }
+  }
+}
+
 TEST_CASE("file cache: where no mark can be set, mark_started saves the whole record", "[store]") {
   TempDir dir;
   FileCache cache(dir.path());
@@ -250,10 +281,14 @@ TEST_CASE("memory cache: progress marks change only the flags, or save when refu
   REQUIRE(back);
   CHECK(back->attachments[1].delegate_started);
   CHECK(back->attachments[0].result == r.attachments[0].result);
+  ContainerRecord deleting = *cache.load(key("c1"));
+  deleting.extra["state"] = "deleting";
+  CHECK_FALSE(cache.mark_state(deleting));
+  CHECK(cache.load(key("c1")) == deleting);
   cache.refuse_marks();
   CHECK(cache.mark_started(next, 2));
   CHECK(cache.load(key("c1")) == next);
-  CHECK(cache.marks() == 2);
+  CHECK(cache.marks() == 3);
 }
 
 TEST_CASE("file cache: directories 0700 and files 0600 whatever the umask", "[store]") {
