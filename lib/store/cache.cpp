@@ -165,8 +165,13 @@ void FileCache::save(const ContainerRecord& record) {
     ensure_dir(temp_dir);
   });
   temp.commit(text, record_path(key), [&] { ensure_dir(dir_ / key.container_id); });
-  // The entry now answers for its network: a first-layout entry it replaces is retired.
-  if (load_legacy_for(key)) unlink_if_present(record_path({key.container_id, "", ""}));
+  // The entry now answers for its network: a first-layout entry it replaces is retired. The save
+  // has succeeded whatever happens here: an unreadable first-layout entry is not known to answer for
+  // this key and stays (as remove() leaves it), and one that cannot be unlinked now is shadowed by
+  // this entry for every reader and goes with it in remove().
+  try {
+    if (load_legacy_for(key)) unlink_if_present(record_path({key.container_id, "", ""}));
+  } catch (const cni::CniError&) {}
 }
 
 bool FileCache::mark_or_save(const ContainerRecord& record, const char* name, const std::string& value) {

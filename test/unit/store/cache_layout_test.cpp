@@ -188,6 +188,14 @@ TEST_CASE("cache layout: a first-layout entry is read for its ifname, retired an
     CHECK(files_below(dir.path()) == std::vector<std::string>{"old1/any-net@eth0.json"});
     CHECK(cache.load({"old1", "any-net", "eth0"}) == moved);
   }
+  SECTION("an unreadable legacy file does not fail the save of the new entry, and stays") {
+    std::ofstream(dir.path() / "old1.json", std::ios::trunc) << "{not json";
+    ContainerRecord moved = *legacy;
+    moved.network = "any-net";
+    CHECK_NOTHROW(cache.save(moved));
+    CHECK(cache.load({"old1", "any-net", "eth0"}) == moved);
+    CHECK(files_below(dir.path()) == std::vector<std::string>{"old1.json", "old1/any-net@eth0.json"});
+  }
   SECTION("a legacy key is removed directly, and cannot be saved") {
     CHECK(code_of([&] { cache.save(*legacy); }) != 0);
     cache.remove({"old1", "", ""});
