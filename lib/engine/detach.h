@@ -31,9 +31,10 @@ std::string del_netns(const std::string& netns);
 /// only release what they hold, e.g. IPAM), removing its network scoping first when `scoping` is
 /// given, and its device-info file after (whether the DEL succeeded or not: the file only informs
 /// the delegate's ADD). Attachments whose delegate was never started (an ADD killed before it ran
-/// it) are skipped: nothing of theirs exists. Returns the attachments whose DEL failed; the first error goes to `first_error`, and
-/// those whose own network scoping could not be removed also to `*scoping_left` when given (their
-/// rules are ours: they must stay recorded whatever `retryDeleteOnError` says). `inv` supplies the
+/// it) are skipped: nothing of theirs exists. Returns the attachments whose DEL failed; the first
+/// error goes to `first_error`, and those whose own network scoping could not be removed also to
+/// `*scoping_left` when given (their rules are ours: they must stay recorded whatever
+/// `retryDeleteOnError` says). `inv` supplies the
 /// container, CNI_PATH and the runtime's CNI_ARGS (for attachments without cached ones).
 std::vector<store::AttachmentRecord> delete_attachments(Session& session, const cni::Invocation& inv,
                                                         const store::ContainerRecord& record, const std::string& netns,

@@ -60,8 +60,8 @@ class Cache {
   virtual void save(const ContainerRecord& record) = 0;
   /// Records that the delegates of record.attachments[0, count) have started (the caller set their
   /// delegate_started), where it can without rewriting the entry: FileCache sets the extended
-  /// attribute kStartedAttribute of the entry's file, which load() applies (a mark costs a few
-  /// microseconds; a replace-by-rename far more). The entry must be as `record` was last saved, but
+  /// attribute kStartedAttribute of the entry's file, which load() applies (a mark costs tens of
+  /// microseconds on ext4; a replace-by-rename hundreds). The entry must be as `record` was last saved, but
   /// for results not written yet and these flags. When no mark can be set (a file system without
   /// user extended attributes, a full disk), saves the whole record instead (throwing what save()
   /// throws) and returns true: the caller then knows every result it held is on disk too.

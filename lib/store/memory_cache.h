@@ -39,7 +39,7 @@ class MemoryCache final : public Cache {
 
   /// Makes load(key) throw CniError(Decoding) like a corrupt file, until save or remove.
   void corrupt(const EntryKey& key);
-  /// From now on mark_started() falls back to a whole save.
+  /// From now on mark_started() and mark_state() fall back to a whole save.
   void refuse_marks() { refuse_marks_ = true; }
   /// How many times mark_started() or mark_state() was called.
   int marks() const { return marks_; }
