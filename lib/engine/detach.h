@@ -34,8 +34,8 @@ std::string del_netns(const std::string& netns);
 /// it) are skipped: nothing of theirs exists. Returns the attachments whose DEL failed; the first
 /// error goes to `first_error`, and those whose own network scoping could not be removed also to
 /// `*scoping_left` when given (their rules are ours: they must stay recorded whatever
-/// `retryDeleteOnError` says). `inv` supplies the
-/// container, CNI_PATH and the runtime's CNI_ARGS (for attachments without cached ones).
+/// `retryDeleteOnError` says). `inv` supplies the container, CNI_PATH and the runtime's CNI_ARGS
+/// (for attachments without cached ones).
 std::vector<store::AttachmentRecord> delete_attachments(Session& session, const cni::Invocation& inv,
                                                         const store::ContainerRecord& record, const std::string& netns,
                                                         std::optional<cni::CniError>& first_error,
