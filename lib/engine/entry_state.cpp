@@ -10,7 +10,7 @@ namespace manifold::engine {
 
 namespace {
 
-constexpr const char* kState = "state";
+constexpr const char* kState = store::kEntryStateKey;
 constexpr const char* kConfig = "config";
 constexpr const char* kRuntimeArgs = "runtimeArgs";
 

@@ -27,6 +27,11 @@ constexpr const char* kStateLetters = "abcdefghijklmnopqrstuvwxyz";
 // The value of the in-place mark `name` on the entry file `path`: nullopt when it has none (or the
 // file system keeps no extended attributes). CniError(Decoding) naming the file and the attribute
 // when the value is empty, longer than `max_length` or has a byte outside `allowed`.
+// True when `value` can be an in-place mark: 1 to `max_length` bytes, all of them in `allowed`.
+bool is_valid_mark(std::string_view value, std::string_view allowed, std::size_t max_length) {
+  return !value.empty() && value.size() <= max_length && value.find_first_not_of(allowed) == std::string_view::npos;
+}
+
 std::optional<std::string> read_mark(const std::filesystem::path& path, const char* name, std::string_view allowed,
                                      std::size_t max_length) {
   char buf[64];
@@ -34,7 +39,7 @@ std::optional<std::string> read_mark(const std::filesystem::path& path, const ch
   if (n < 0 && (errno == ENODATA || errno == ENOTSUP || errno == ENOENT)) return std::nullopt;
   if (n < 0 && errno != ERANGE) throw_io(std::string("cannot read the attribute ") + name + " of", path, errno);
   const std::string_view value(buf, n < 0 ? 0 : static_cast<std::size_t>(n));
-  if (value.empty() || value.size() > max_length || value.find_first_not_of(allowed) != std::string_view::npos)
+  if (!is_valid_mark(value, allowed, max_length))
     throw cni::CniError(cni::ErrorCode::Decoding,
                         "corrupt cache file " + path.string() + ": its attribute " + name + " is not a valid mark");
   return std::string(value);
@@ -101,7 +106,7 @@ ContainerRecord FileCache::read_record(const std::filesystem::path& path, const 
     for (std::size_t i = 0; i < n && i < record.attachments.size(); ++i) record.attachments[i].delegate_started = true;
   }
   if (std::optional<std::string> state = read_mark(path, kStateAttribute, kStateLetters, kMaxStateLength))
-    record.extra["state"] = *state;
+    record.extra[kEntryStateKey] = *state;
   return record;
 }
 
@@ -186,9 +191,9 @@ bool FileCache::mark_started(const ContainerRecord& record, std::size_t count) {
 }
 
 bool FileCache::mark_state(const ContainerRecord& record) {
-  auto it = record.extra.find("state");
+  auto it = record.extra.find(kEntryStateKey);
   const std::string state = it != record.extra.end() && it->is_string() ? it->get<std::string>() : std::string();
-  if (state.empty() || state.size() > kMaxStateLength || state.find_first_not_of(kStateLetters) != std::string::npos) {
+  if (!is_valid_mark(state, kStateLetters, kMaxStateLength)) {
     save(record);  // not a state a mark can hold
     return true;
   }

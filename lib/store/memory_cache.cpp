@@ -42,14 +42,14 @@ void MemoryCache::save(const ContainerRecord& record) {
   records_[record.key()] = record;
 }
 
-bool MemoryCache::mark_started(const ContainerRecord& record, std::size_t count) {
+bool MemoryCache::mark_or_save(const ContainerRecord& record, bool markable,
+                               const std::function<void(ContainerRecord&)>& apply) {
   {
     std::lock_guard lock(mu_);
     ++marks_;
     auto it = records_.find(record.key());
-    if (!refuse_marks_ && it != records_.end() && corrupt_.count(record.key()) == 0) {
-      for (std::size_t i = 0; i < count && i < it->second.attachments.size(); ++i)
-        it->second.attachments[i].delegate_started = true;
+    if (markable && !refuse_marks_ && it != records_.end() && corrupt_.count(record.key()) == 0) {
+      apply(it->second);
       return false;
     }
   }
@@ -57,19 +57,17 @@ bool MemoryCache::mark_started(const ContainerRecord& record, std::size_t count)
   return true;
 }
 
+bool MemoryCache::mark_started(const ContainerRecord& record, std::size_t count) {
+  return mark_or_save(record, true, [count](ContainerRecord& stored) {
+    for (std::size_t i = 0; i < count && i < stored.attachments.size(); ++i)
+      stored.attachments[i].delegate_started = true;
+  });
+}
+
 bool MemoryCache::mark_state(const ContainerRecord& record) {
-  {
-    std::lock_guard lock(mu_);
-    ++marks_;
-    auto it = records_.find(record.key());
-    auto state = record.extra.find("state");
-    if (!refuse_marks_ && it != records_.end() && corrupt_.count(record.key()) == 0 && state != record.extra.end()) {
-      it->second.extra["state"] = *state;
-      return false;
-    }
-  }
-  save(record);
-  return true;
+  auto state = record.extra.find(kEntryStateKey);
+  return mark_or_save(record, state != record.extra.end(),
+                      [&state](ContainerRecord& stored) { stored.extra[kEntryStateKey] = *state; });
 }
 
 void MemoryCache::remove(const EntryKey& key) {

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -49,6 +50,9 @@ class MemoryCache final : public Cache {
  private:
   class Guard;
   void unlock(const std::string& container_id);
+  /// The marks' common part: applies `apply` to the stored record when `markable`, marks are not
+  /// refused and the entry is there and readable (returns false); otherwise saves `record` (true).
+  bool mark_or_save(const ContainerRecord& record, bool markable, const std::function<void(ContainerRecord&)>& apply);
 
   std::chrono::milliseconds lock_timeout_;
   mutable std::mutex mu_;

@@ -66,6 +66,10 @@ struct EntryKey {
   auto operator<=>(const EntryKey&) const = default;
 };
 
+/// The key of a record's `extra` object that holds the entry's life-cycle state ("adding",
+/// "complete", "deleting": engine/entry_state.h), which FileCache can also mark in place.
+inline constexpr const char* kEntryStateKey = "state";
+
 /// Everything cached for one runtime call: its key, the namespace and every attachment it made.
 struct ContainerRecord {
   std::string container_id;  ///< CNI_CONTAINERID
