@@ -204,6 +204,7 @@ Reconciler::Reconciler(const engine::Services& services, ReconcilerOptions optio
     if (!transport_) transport_ = open(auth, session_dir);
     return std::unique_ptr<k8s::HttpTransport>(std::make_unique<SharedTransport>(transport_));
   };
+  services_.open_relay = nullptr;  // the agent is the relay: its own calls never go through it
 }
 
 store::Cache& Reconciler::cache() {

@@ -174,6 +174,7 @@ const MetaField kFields[] = {
     {"delegateEnv", T::Custom, 0, 0, nullptr, delegate_env_rule},
     {"apiTimeouts", T::Section, 0, 0, nullptr, nullptr, kApiTimeouts},
     {"apiPipelining", T::Bool, 0, 0, put<&M::api_pipelining>},
+    {"agentSocket", T::String, 0, 0, put<&M::agent_socket>},
     {"kubeletCheckpointFile", T::String, 0, 0, put<&M::kubelet_checkpoint_file>},
     {"deviceInfoDir", T::String, 0, 0, put<&M::device_info_dir>},
     {"podResourcesSocket", T::String, 0, 0, put<&M::pod_resources_socket>},

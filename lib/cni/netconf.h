@@ -59,6 +59,8 @@ struct MetaConfig {
   int api_lookup_deadline_ms = 30000;  ///< apiTimeouts.total (ours): bound of all calls of one verb
   int api_attempts = 5;                ///< apiTimeouts.attempts (ours): tries per call
   bool api_pipelining = true;          ///< apiPipelining (ours): batches of API requests share a round trip
+  /// agentSocket (ours): the node agent's API relay; "" = always call the API server directly.
+  std::string agent_socket = "/run/manifold/agent.sock";
   std::string kubelet_checkpoint_file = "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint";
   ///< kubeletCheckpointFile (ours): device allocations
   std::string device_info_dir = "/var/run/k8s.cni.cncf.io/devinfo";  ///< deviceInfoDir (ours)

@@ -37,8 +37,14 @@ KubeAccess::~KubeAccess() = default;
 k8s::ApiClient KubeAccess::client() {
   if (!auth_) throw cni::CniError(cni::ErrorCode::Internal, "Kubernetes API used without credentials");
   if (!transport_) {
-    transport_ = services_.open_transport(*auth_, k8s::tls_session_dir(config_.cni_dir));
-    if (!config_.api_pipelining) transport_ = std::make_unique<OneAtATime>(std::move(transport_));
+    auto direct = [this] {
+      auto t = services_.open_transport(*auth_, k8s::tls_session_dir(config_.cni_dir));
+      if (!config_.api_pipelining) t = std::make_unique<OneAtATime>(std::move(t));
+      return t;
+    };
+    transport_ = config_.agent_socket.empty() || !services_.open_relay
+                     ? direct()
+                     : services_.open_relay(config_.agent_socket, *auth_, direct);
   }
   using std::chrono::milliseconds;
   auto left = milliseconds(config_.api_lookup_deadline_ms) - spent_;

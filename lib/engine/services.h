@@ -45,6 +45,12 @@ struct Services {
   /// sessions stored in the given directory (k8s::tls_session_dir of the cniDir; "" = none).
   std::function<std::unique_ptr<k8s::HttpTransport>(const k8s::ClusterAuth&, const std::string& tls_session_dir)>
       open_transport;
+  /// Opens the transport through the node agent's API relay on the given socket, for the API server
+  /// of the credentials, with the direct transport (made by the given factory) as its fallback.
+  /// Unset: every request goes directly.
+  std::function<std::unique_ptr<k8s::HttpTransport>(const std::string& socket, const k8s::ClusterAuth&,
+                                                    std::function<std::unique_ptr<k8s::HttpTransport>()> direct)>
+      open_relay;
   /// Sleeps between API retries and while polling for the readiness indicator file.
   std::shared_ptr<util::Sleeper> sleeper;
   /// Measures API deadlines.

@@ -251,30 +251,33 @@ Json ApiClient::call_for_object(Call call) {
   return std::move(run(std::move(calls)).front()).take();
 }
 
-const std::string& ApiClient::bearer_token() {
-  if (token_) return *token_;
-  std::string token = auth_.token;
-  if (!auth_.token_file.empty()) {
+std::string read_bearer_token(const ClusterAuth& auth, util::FileReader& files) {
+  std::string token = auth.token;
+  if (!auth.token_file.empty()) {
     try {
       try {
-        token = trim(files_.read(auth_.token_file, kMaxTokenFileBytes));
+        token = trim(files.read(auth.token_file, kMaxTokenFileBytes));
       } catch (const util::IoError& e) {
         throw cni::CniError(cni::ErrorCode::Io, e.msg());
       }
       if (!is_valid_bearer_token(token))
         throw cni::CniError(cni::ErrorCode::InvalidConfig,
-                            "Kubernetes bearer token file " + auth_.token_file +
+                            "Kubernetes bearer token file " + auth.token_file +
                                 " is empty or contains whitespace, control or non-ASCII characters");
     } catch (const cni::CniError& e) {
-      if (auth_.token.empty()) {
+      if (auth.token.empty()) {
         if (e.code() == static_cast<unsigned>(cni::ErrorCode::InvalidConfig)) throw;
         throw cni::CniError(cni::ErrorCode::InvalidConfig, "Kubernetes bearer token: " + e.msg());
       }
       util::log_warning("cannot use the token file, falling back to the kubeconfig's token: ", e.msg());
-      token = auth_.token;
+      token = auth.token;
     }
   }
-  token_ = std::move(token);
+  return token;
+}
+
+const std::string& ApiClient::bearer_token() {
+  if (!token_) token_ = read_bearer_token(auth_, files_);
   return *token_;
 }
 

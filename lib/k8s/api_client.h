@@ -41,6 +41,12 @@ struct ApiOutcome {
   Json take() &&;
 };
 
+/// The bearer token of `auth` ("" for none): the token file's content when it names one (read now,
+/// so a rotated token is used at once; an unreadable file falls back to the static token with a
+/// warning), else the static token. Throws CniError(InvalidConfig) when the file is unusable and
+/// there is no static token.
+std::string read_bearer_token(const ClusterAuth& auth, util::FileReader& files);
+
 /// Client for the few API calls manifold makes. One instance per invocation; not thread-safe.
 class ApiClient {
  public:

@@ -8,14 +8,43 @@
 
 #include "agent/agent.h"
 #include "agent/metrics.h"
+#include "agent/relay_server.h"
 #include "agent/status_server.h"
 #include "cni/error.h"
 #include "exec/process.h"
+#include "k8s/api_client.h"
 #include "plugin/cli/stop_signal.h"
 #include "plugin/cni/real_services.h"
 #include "util/log.h"
 
 namespace manifold::plugin {
+namespace {
+
+/// The API relay for CNI calls on this node, with the agent's credentials; none when it is turned
+/// off, when there are no credentials (the loop reports that) or when it cannot be served (logged:
+/// CNI calls then go to the API server directly, as without an agent).
+void start_relay(const AgentCommandOptions& o, const engine::Services& services, agent::RelayMetrics& metrics,
+                 std::optional<agent::RelayServer>& relay) {
+  if (o.relay_socket.empty()) return;
+  try {
+    std::optional<k8s::ClusterAuth> auth = services.find_auth(o.kubeconfig);
+    if (!auth) return;
+    agent::RelayServerOptions options;
+    options.socket_path = o.relay_socket;
+    options.server = auth->server;
+    auto upstream = [&services, auth = *auth] { return services.open_transport(auth, ""); };
+    auto authorization = [files = services.files, auth = *auth] {
+      std::string token = k8s::read_bearer_token(auth, *files);
+      return token.empty() ? token : "Bearer " + token;
+    };
+    relay.emplace(options, upstream, authorization, metrics);
+    util::log_verbose("agent: relaying CNI calls' API requests on ", o.relay_socket);
+  } catch (const cni::CniError& e) {
+    util::log_error("agent: no API relay for CNI calls: ", e.msg());
+  }
+}
+
+}  // namespace
 
 int run_agent(const AgentCommandOptions& o) {
   util::LogLevel level;
@@ -56,6 +85,9 @@ int run_agent(const AgentCommandOptions& o) {
     return 1;
   }
   util::log_verbose("agent: /metrics and /healthz on ", o.metrics_address, " (port ", server->port(), ")");
+  agent::RelayMetrics relay_metrics(registry);
+  std::optional<agent::RelayServer> relay;
+  start_relay(o, services, relay_metrics, relay);
 
   std::thread installer;
   if (!o.no_install) {
@@ -68,6 +100,7 @@ int run_agent(const AgentCommandOptions& o) {
   int code = loop.run([] { return stop_requested(); });
   request_stop();  // the loop can also end on its own (no credentials): stop the installer too
   if (installer.joinable()) installer.join();
+  if (relay) relay->stop();
   server->stop();
   return code;
 }

@@ -81,6 +81,10 @@ CLI::App* add_agent_command(CLI::App& app, AgentCommandOptions& aopts) {
       ->capture_default_str();
   agent->add_option("--max-backoff", aopts.max_backoff_ms, "longest wait between retries, in milliseconds")
       ->capture_default_str();
+  agent
+      ->add_option("--relay-socket", aopts.relay_socket,
+                   "Unix socket on which CNI calls hand the agent their API requests (\"\" = none)")
+      ->capture_default_str();
   agent->add_option("--log-level", aopts.log_level, "error, verbose or debug")->capture_default_str();
   return agent;
 }

@@ -7,6 +7,7 @@
 #include "firewall/runner.h"
 #include "k8s/beast_transport.h"
 #include "k8s/pod_resources.h"
+#include "k8s/relay_transport.h"
 #include "k8s/tls_session_store.h"
 #include "netlink/real_net_ops.h"
 #include "store/cache.h"
@@ -45,6 +46,11 @@ engine::Services real_services(exec::ProcessRunner& runner) {
                          const std::string& session_dir) -> std::unique_ptr<k8s::HttpTransport> {
     auto sessions = session_dir.empty() ? nullptr : std::make_shared<k8s::TlsSessionStore>(session_dir, files, writer);
     return std::make_unique<k8s::BeastTransport>(auth, std::move(sessions));
+  };
+  s.open_relay = [](const std::string& socket, const k8s::ClusterAuth& auth,
+                    k8s::RelayTransport::DirectFactory direct) -> std::unique_ptr<k8s::HttpTransport> {
+    return std::make_unique<k8s::RelayTransport>(socket, k8s::parse_server_url(auth.server).to_string(),
+                                                 std::move(direct));
   };
   s.sleeper = std::make_shared<util::RealSleeper>();
   s.clock = std::make_shared<util::SteadyClock>();

@@ -797,7 +797,8 @@ class AgentProcess:
         self.log_path = os.path.join(world.work, "agent.log")
         argv = [world.manifold, "agent", "--no-install", "--node-name", HOTPLUG_NODE,
                 "--kubeconfig", kube.kubeconfig, "--cni-dir", cni_dir,
-                "--metrics-address", "127.0.0.1:%d" % AGENT_METRICS_PORT, "--log-level", "error"]
+                "--metrics-address", "127.0.0.1:%d" % AGENT_METRICS_PORT, "--log-level", "error",
+                "--relay-socket", os.path.join(world.work, "run", "agent.sock")]
         with open(self.log_path, "ab") as log:
             self.started = time.time()
             self.proc = subprocess.Popen(argv, stdout=log, stderr=log, env=base_env())

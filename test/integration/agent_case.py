@@ -70,18 +70,22 @@ class AgentTestCase(K8sTestCase):
         super().setUp()
         self.kube_cache = self.tree.path("kube-cache")
         self.agent_log = self.tree.path("agent.log")
+        self.relay_socket = self.tree.path("run/agent.sock")
         self.agents = []
 
     # ---- the agent -------------------------------------------------------------------------------
 
-    def start_agent(self, *extra, wait_watch=True, wrapper=()):
+    def start_agent(self, *extra, wait_watch=True, wrapper=(), kubeconfig=None):
         """Starts `manifold agent` in the node namespace; waits until its pod watch is open.
-        `wrapper` (e.g. an strace command line ending in "--") is put in front of manifold."""
+        `wrapper` (e.g. an strace command line ending in "--") is put in front of manifold. Its API
+        relay listens on self.relay_socket (in the test's tree, never the node's /run/manifold)
+        unless `extra` names another."""
         before = {w["id"] for w in self.api.watches()}
+        relay = [] if "--relay-socket" in extra else ["--relay-socket", self.relay_socket]
         argv = ["ip", "netns", "exec", self.node.name, *wrapper, self.manifold_bin, "agent", "--no-install",
-                "--node-name", NODE, "--kubeconfig", self.kubeconfig, "--cni-dir", self.tree.cni_dir,
+                "--node-name", NODE, "--kubeconfig", kubeconfig or self.kubeconfig, "--cni-dir", self.tree.cni_dir,
                 "--metrics-address", "127.0.0.1:%d" % METRICS_PORT, "--max-backoff", "1000",
-                "--log-level", "debug", *extra]
+                "--log-level", "debug", *relay, *extra]
         with open(self.agent_log, "ab") as log:
             proc = subprocess.Popen(argv, stdout=log, stderr=log, env=base_env())
         self.agents.append(proc)

@@ -526,3 +526,37 @@ TEST_CASE("kube attachments: apiPipelining false sends a batch one request at a 
       "delegates":[{"cniVersion":"1.0.0","name":"c","type":"bridge"}]})"))
             .api_pipelining);
 }
+
+TEST_CASE("kube attachments: agentSocket opens the agent relay, with the direct transport as its fallback",
+          "[plugin]") {
+  std::vector<std::string> sockets;
+  auto relay_into = [&](Fixture& f) {
+    f.services.open_relay = [&sockets](const std::string& socket, const k8s::ClusterAuth& auth,
+                                       std::function<std::unique_ptr<k8s::HttpTransport>()> direct) {
+      sockets.push_back(socket + " " + auth.server);
+      return direct();  // the fallback factory is the direct transport, session directory included
+    };
+  };
+  SECTION("the default socket") {
+    Fixture f;
+    relay_into(f);
+    CHECK(f.config.agent_socket == "/run/manifold/agent.sock");
+    f.transport.push_response(200, pod_with(Json::object()).dump());
+    engine::KubeAccess kube(f.services, f.config);
+    kube.get_pod("default", "web");
+    CHECK(sockets == std::vector<std::string>{"/run/manifold/agent.sock https://127.0.0.1:6443"});
+    CHECK(f.session_dirs.size() == 1);
+  }
+  SECTION("agentSocket \"\" always calls the API server directly") {
+    Fixture f(R"({"agentSocket":""})");
+    relay_into(f);
+    f.transport.push_response(200, pod_with(Json::object()).dump());
+    engine::KubeAccess kube(f.services, f.config);
+    kube.get_pod("default", "web");
+    CHECK(sockets.empty());
+    CHECK(f.transport.requests().size() == 1);
+  }
+  SECTION("a wrong type is a configuration error") {
+    CHECK_THROWS_WITH(Fixture(R"({"agentSocket":5})"), Catch::Contains("agentSocket"));
+  }
+}
