@@ -12,7 +12,8 @@ iteration (the two alternate, so load changes on a shared machine hit both alike
   version    VERSION (manifold, and bridge's VERSION as a reference exec cost)
   bridge     ADD, CHECK, DEL with 1 bridge delegate, no Kubernetes: through the libcni driver
              (driver -> manifold -> bridge vs driver -> bridge) and by direct exec
-  k8s-1/4/16 ADD, CHECK, DEL with Kubernetes lookups (GET pod, GET NADs, PUT status, events)
+  k8s-1/4/16 ADD, CHECK, DEL with Kubernetes lookups (GET pod, GET NADs, PUT status, events), called
+             directly (k8s-N) and through the node agent's API relay (k8s-agent-N, `manifold agent` running)
              against the API server double for 1, 4 and 16 additional macvlan networks, vs the
              sum of the delegates executed directly; the API floor is apireplay (apireplay.c,
              static like the release binary) sending manifold's exact requests from a fresh
@@ -89,6 +90,12 @@ BUDGET_ROUND_TRIPS = 3
 # A rotating call may cost the rename and a fork more than a normal one, not the gzip of the log.
 BUDGET_ROTATION_MS = 1.0
 K8S_SIZES = (1, 4, 16)
+# The two ways a CNI call reaches the API server: its own TLS connection, or the node agent's relay.
+K8S_PATHS = (("k8s-%d", "direct"), ("k8s-agent-%d", "through the node agent"))
+# TLS set-up CPU per Kubernetes call.
+BUDGET_TLS_MS = 1.5
+RELAY_ANSWERED = 'manifold_agent_relay_exchanges_total{result="answered"}'
+RELAY_REFUSED = 'manifold_agent_relay_exchanges_total{result="refused"}'
 CACHED_CONTAINERS = 200
 BENCH_NET = "manifold-bench"
 
@@ -580,10 +587,14 @@ class Kube:
                 "--token-file", self.token_file, "--session", os.path.join(world.work, "apireplay.session"), path]
 
 
-def scenario_k8s(world, args, kube, k):
-    name = "k8s-%d" % k
+def scenario_k8s(world, args, kube, k, relay=None):
+    """ADD/CHECK/DEL with k NADs. relay: the socket of a running `manifold agent`, whose API relay
+    the CNI calls then use (rows "k8s-agent-<k>"); without it the rows "k8s-<k>" call the API server
+    directly (agentSocket names a socket that does not exist: what a node without the agent pays)."""
+    name = ("k8s-agent-%d" if relay else "k8s-%d") % k
     cni_dir = world.mkdir("cache-" + name)
-    conf = world.manifold_conf(cni_dir, [world.bridge_conf()], kubeconfig=kube.kubeconfig)
+    conf = world.manifold_conf(cni_dir, [world.bridge_conf()], kubeconfig=kube.kubeconfig,
+                               agentSocket=relay or os.path.join(world.work, "no-agent.sock"))
     kube.set_networks(world, k)
     cni_args = kube.cni_args()
     rows = {v: new_row(name, v, "%d NAD%s + cluster network" % (k, "s" if k > 1 else "")) for v in VERBS}
@@ -624,6 +635,29 @@ def scenario_k8s(world, args, kube, k):
             rows["ADD"]["api_fresh_cpu"].append(cpu_us / 1000.0)
         kube.take_requests()
     return list(rows.values())
+
+
+def scenario_k8s_agent(world, args, kube):
+    """The k8s rows again with `manifold agent` running and its API relay in use."""
+    with contextlib.ExitStack() as stack:
+        agent = AgentProcess(world, kube, world.mkdir("cache-k8s-agent"))
+        stack.callback(agent.stop)
+        deadline = time.monotonic() + 30  # a hang guard only
+        while not os.path.exists(agent.relay_socket):
+            agent.check_alive()
+            if time.monotonic() > deadline:
+                raise BenchError("the agent's relay socket did not appear\n" + agent.log_tail())
+            time.sleep(0.05)
+        rows = []
+        for k in K8S_SIZES:
+            before = agent.metrics().get(RELAY_ANSWERED, 0)
+            rows += scenario_k8s(world, args, kube, k, relay=agent.relay_socket)
+            answered = agent.metrics().get(RELAY_ANSWERED, 0) - before
+            refused = agent.metrics().get(RELAY_REFUSED, 0)
+            if answered < args.runs or refused:
+                raise BenchError("k8s-agent-%d: the agent answered %d exchanges and refused %d: the CNI calls did "
+                                 "not go through it\n%s" % (k, answered, refused, agent.log_tail()))
+        return rows
 
 
 def scenario_scoped(world, args):
@@ -795,10 +829,11 @@ class AgentProcess:
 
     def __init__(self, world, kube, cni_dir):
         self.log_path = os.path.join(world.work, "agent.log")
+        self.relay_socket = os.path.join(world.work, "run", "agent.sock")
         argv = [world.manifold, "agent", "--no-install", "--node-name", HOTPLUG_NODE,
                 "--kubeconfig", kube.kubeconfig, "--cni-dir", cni_dir,
                 "--metrics-address", "127.0.0.1:%d" % AGENT_METRICS_PORT, "--log-level", "error",
-                "--relay-socket", os.path.join(world.work, "run", "agent.sock")]
+                "--relay-socket", self.relay_socket]
         with open(self.log_path, "ab") as log:
             self.started = time.time()
             self.proc = subprocess.Popen(argv, stdout=log, stderr=log, env=base_env())
@@ -1165,14 +1200,25 @@ def budgets(rows, binary_size, args, hotplug=None):
             r = find_row(rows, "bridge", verb, variant)
             line("own overhead per %s, no Kubernetes, 1 network (%s, median)" % (verb, shown),
                  r and r.get("overhead_ms") and r["overhead_ms"]["median"], BUDGET_OWN_ADD_MS, "ms")
-    for k in K8S_SIZES:
-        r = find_row(rows, "k8s-%d" % k, "ADD")
-        if r is None:
-            continue
-        api = r["api_fresh_ms"]["median"]
-        line("own overhead per ADD with Kubernetes, %d NAD(s) (median; limit %.1f ms + %.2f ms fresh-process API "
-             "floor)" % (k, BUDGET_OWN_ADD_MS, api),
-             r["overhead_ms"]["median"], BUDGET_OWN_ADD_MS + api, "ms")
+    for prefix, path in K8S_PATHS:
+        for k in K8S_SIZES:
+            r = find_row(rows, prefix % k, "ADD")
+            if r is None:
+                continue
+            api = r["api_fresh_ms"]["median"]
+            line("own overhead per ADD with Kubernetes, %d NAD(s), %s (median; limit %.1f ms + %.2f ms "
+                 "fresh-process API floor)" % (k, path, BUDGET_OWN_ADD_MS, api),
+                 r["overhead_ms"]["median"], BUDGET_OWN_ADD_MS + api, "ms")
+    # TLS set-up per Kubernetes call, bounded from above by all the Kubernetes work of a 1-NAD ADD:
+    # its CPU beyond a no-Kubernetes ADD's (traced runs: load-independent).
+    plain = find_row(rows, "bridge", "ADD", "direct")
+    for prefix, path in K8S_PATHS:
+        r = find_row(rows, prefix % 1, "ADD")
+        value = None
+        if r and plain and r.get("cpu_ms") and plain.get("cpu_ms"):
+            value = r["cpu_ms"]["median"] - plain["cpu_ms"]["median"]
+        line("TLS set-up CPU per Kubernetes call, %s (at most: a 1-NAD ADD's CPU beyond a no-Kubernetes "
+             "ADD's, median)" % path, value, BUDGET_TLS_MS, "ms")
     peak = max((r["rss_peak_bytes"] for r in rows if "rss_peak_bytes" in r and "reference" not in r["note"]),
                default=None)
     line("peak RSS of manifold itself (max over every measured verb)", peak, BUDGET_RSS_BYTES, "bytes")
@@ -1182,18 +1228,19 @@ def budgets(rows, binary_size, args, hotplug=None):
     r = find_row(rows, "logrotate", "ADD")
     line("ADD that rotates and compresses a full log: overhead over a normal ADD (median)",
          r and r.get("overhead_ms") and r["overhead_ms"]["median"], BUDGET_ROTATION_MS, "ms")
-    for k in K8S_SIZES:
-        r = find_row(rows, "k8s-%d" % k, "ADD")
-        if r is None:
-            continue
-        counts = [q["lookups_and_status"] for q in r["requests"]]
-        ok = all(c == 2 + k for c in counts)
-        line("API requests per ADD, %d NAD(s): pod GET + NAD GETs + status PUT = 2 + %d (events: %d)" % (
-            k, k, r["requests"][-1]["events"]), max(counts), 2 + k, "requests", ok=ok)
-        # Round trips as the API server double saw them: requests not pipelined behind another.
-        trips = max(q["round_trips"] for q in r["requests"])
-        line("sequential API round trips on the ADD's critical path, %d NAD(s)" % k, trips, BUDGET_ROUND_TRIPS,
-             "round trips")
+    for prefix, path in K8S_PATHS:
+        for k in K8S_SIZES:
+            r = find_row(rows, prefix % k, "ADD")
+            if r is None:
+                continue
+            counts = [q["lookups_and_status"] for q in r["requests"]]
+            ok = all(c == 2 + k for c in counts)
+            line("API requests per ADD, %d NAD(s), %s: pod GET + NAD GETs + status PUT = 2 + %d (events: %d)" % (
+                k, path, k, r["requests"][-1]["events"]), max(counts), 2 + k, "requests", ok=ok)
+            # Round trips as the API server double saw them: requests not pipelined behind another.
+            trips = max(q["round_trips"] for q in r["requests"])
+            line("sequential API round trips on the ADD's critical path, %d NAD(s), %s" % (k, path), trips,
+                 BUDGET_ROUND_TRIPS, "round trips")
     slope = scaling(rows).get("add_own_slope_ms_per_attachment")
     line("own work per additional attachment (slope of own time over 1/4/16 NADs)", slope, BUDGET_PER_ATTACHMENT_MS,
          "ms")
@@ -1256,11 +1303,13 @@ def print_api_cpu(rows):
     """On-CPU time of manifold's Kubernetes ADDs next to the fresh-process API floor's (traced runs:
     less sensitive to load than wall times)."""
     lines = []
-    for k in K8S_SIZES:
-        r = find_row(rows, "k8s-%d" % k, "ADD")
-        if r and r.get("cpu_ms") and r.get("api_fresh_cpu_ms"):
-            m, a = r["cpu_ms"]["median"], r["api_fresh_cpu_ms"]["median"]
-            lines.append("  %d NAD(s): manifold %.2f ms, apireplay %.2f ms, difference %.2f ms" % (k, m, a, m - a))
+    for prefix, path in K8S_PATHS:
+        for k in K8S_SIZES:
+            r = find_row(rows, prefix % k, "ADD")
+            if r and r.get("cpu_ms") and r.get("api_fresh_cpu_ms"):
+                m, a = r["cpu_ms"]["median"], r["api_fresh_cpu_ms"]["median"]
+                lines.append("  %d NAD(s), %s: manifold %.2f ms, apireplay %.2f ms, difference %.2f ms" % (
+                    k, path, m, a, m - a))
     if lines:
         print("\non-CPU time per Kubernetes ADD (median of the traced runs, kernel included)")
         print("\n".join(lines))
@@ -1437,6 +1486,7 @@ def main(argv):
             kube = kube or Kube(stack, world)
             for k in K8S_SIZES:
                 raw += scenario_k8s(world, args, kube, k)
+            raw += scenario_k8s_agent(world, args, kube)
         if "scoped" in args.only:
             scoped = scenario_scoped(world, args)
             if scoped is None:
