@@ -234,3 +234,24 @@ TEST_CASE("reconciler: a hot-plugged network naming a device resource is refused
   CHECK(ifnames(w) == std::vector<std::string>{"eth0"});
   CHECK(Json::parse(w.http.requests().back().body)["reason"] == "NetworkChangeFailed");
 }
+
+TEST_CASE("reconciler: the agent's own API calls never go through the relay", "[agent]") {
+  Sandbox s("", {});
+  World& w = s.w;
+  int relays_opened = 0;
+  manifold::engine::Services services = w.services();
+  services.open_relay = [&relays_opened](const std::string&, const manifold::k8s::ClusterAuth&,
+                                         std::function<std::unique_ptr<manifold::k8s::HttpTransport>()> direct) {
+    ++relays_opened;
+    return direct();
+  };
+  Reconciler reconciler(services, {kCniDir, ""});
+  w.http.push_response(200, nad("blue", "macvlan").dump());
+  w.http.push_response(200, pod("blue").dump());
+  w.http.push_response(201, R"({"kind":"Event"})");
+  ReconcileOutcome added = s.reconcile(reconciler, "blue");
+  INFO(added.message);
+  CHECK(added.result == ReconcileResult::Changed);
+  CHECK(added.api_requests == 3);
+  CHECK(relays_opened == 0);
+}
