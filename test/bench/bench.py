@@ -637,17 +637,22 @@ def scenario_k8s(world, args, kube, k, relay=None):
     return list(rows.values())
 
 
+def wait_for_relay(agent):
+    """Waits until the agent's relay socket exists (a hang guard bounds it, never a verdict)."""
+    deadline = time.monotonic() + 30
+    while not os.path.exists(agent.relay_socket):
+        agent.check_alive()
+        if time.monotonic() > deadline:
+            raise BenchError("the agent's relay socket did not appear\n" + agent.log_tail())
+        time.sleep(0.05)
+
+
 def scenario_k8s_agent(world, args, kube):
     """The k8s rows again with `manifold agent` running and its API relay in use."""
     with contextlib.ExitStack() as stack:
         agent = AgentProcess(world, kube, world.mkdir("cache-k8s-agent"))
         stack.callback(agent.stop)
-        deadline = time.monotonic() + 30  # a hang guard only
-        while not os.path.exists(agent.relay_socket):
-            agent.check_alive()
-            if time.monotonic() > deadline:
-                raise BenchError("the agent's relay socket did not appear\n" + agent.log_tail())
-            time.sleep(0.05)
+        wait_for_relay(agent)
         rows = []
         for k in K8S_SIZES:
             before = agent.metrics().get(RELAY_ANSWERED, 0)

@@ -8,7 +8,8 @@ instruction, for VERSION and for ADD, CHECK and DEL through a bridge delegate wi
 and fails if any OpenSSL function ran other than libcrypto's load-time CPU probe (which runs
 before main in every program linking libcrypto and calls no API). As a positive control, an ADD
 that looks its pod up in the API server double must show the TLS set-up (SSL_CTX_new, the
-handshake), which proves the detector sees OpenSSL when it is used. Needs root and valgrind.
+handshake), which proves the detector sees OpenSSL when it is used; the same ADD with its API
+requests handed to a running `manifold agent` (its relay) runs none. Needs root and valgrind.
 """
 import contextlib
 import json
@@ -105,6 +106,23 @@ class NoOpenSslTest(unittest.TestCase):
         self.world.assert_pod_clean("DEL")
         self.assertTrue(TLS_SETUP & names, "the Kubernetes ADD shows no TLS set-up: the detector is blind")
         self.assertNotEqual(openssl_functions(names), [])
+
+    def test_kubernetes_add_through_the_agent_runs_no_openssl(self):
+        kube = bench.Kube(self.stack, self.world)
+        kube.set_networks(self.world, 1)
+        agent = bench.AgentProcess(self.world, kube, self.world.mkdir("cache-agent"))
+        self.addCleanup(agent.stop)
+        bench.wait_for_relay(agent)
+        cni_dir = self.world.mkdir("cache-relayed")
+        conf = self.world.manifold_conf(cni_dir, [self.world.bridge_conf()], kubeconfig=kube.kubeconfig,
+                                        agentSocket=agent.relay_socket)
+        names = self.callgrind("k8s-add-relayed", "ADD", conf, args=kube.cni_args())
+        self.world.run_manifold("DEL", conf, args=kube.cni_args())
+        self.world.assert_pod_clean("DEL")
+        self.assertEqual(openssl_functions(names), [], "a Kubernetes ADD through the agent executed OpenSSL")
+        samples = agent.metrics()
+        self.assertGreaterEqual(samples.get(bench.RELAY_ANSWERED, 0), 2, "the ADD did not go through the agent")
+        self.assertEqual(samples.get(bench.RELAY_REFUSED, 0), 0)
 
 
 def main():
