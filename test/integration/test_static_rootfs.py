@@ -56,8 +56,9 @@ BUILD_LIBRARY_PREFIXES = ("libnl", "libssl", "libcrypto", "libyaml-cpp", "libstd
 # A regression guard on the static binary's size. The first performance round's budget was 8 MB;
 # the device path (PodResources over nghttp2 + protobuf-c, DRA, device-info), which a drop-in for
 # Multus needs, took the binary to 8,077,320 bytes. The target is 5 MB (the benchmark prints it and
-# its verdict); this guard only stops growth beyond what the device path added.
-MAX_BINARY_BYTES = 8 * 1000 * 1000 + 250 * 1000
+# its verdict); this guard only stops growth beyond what the device path added. The node agent's
+# API relay (its server and the CNI side's transport) added 41 KB: 8,245,416 bytes.
+MAX_BINARY_BYTES = 8 * 1000 * 1000 + 300 * 1000
 # A string each library manifold links brings into the stripped binary's read-only data.
 LIBRARY_MARKERS = {
     "libcrypto": b"CRYPTOGAMS by <appro@openssl.org>",
