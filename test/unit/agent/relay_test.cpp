@@ -15,7 +15,9 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <atomic>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "agent/relay_policy.h"
@@ -51,17 +53,18 @@ constexpr const char* kServer = "https://10.0.0.1:6443";
 const std::string kPod = "/api/v1/namespaces/default/pods/web-0";
 const std::string kNad = "/apis/k8s.cni.cncf.io/v1/namespaces/default/network-attachment-definitions/data";
 
-/// A transport forwarding to a FakeHttpTransport the test keeps (the server and the client own theirs).
+/// A transport forwarding to one the test keeps (the server and the client own theirs).
+template <class Target>
 class Forward final : public HttpTransport {
  public:
-  explicit Forward(FakeHttpTransport& fake) : fake_(fake) {}
-  HttpResponse send(const HttpRequest& r, std::chrono::milliseconds t) override { return fake_.send(r, t); }
+  explicit Forward(Target& target) : target_(target) {}
+  HttpResponse send(const HttpRequest& r, std::chrono::milliseconds t) override { return target_.send(r, t); }
   std::vector<BatchOutcome> send_batch(const std::vector<HttpRequest>& r, std::chrono::milliseconds t) override {
-    return fake_.send_batch(r, t);
+    return target_.send_batch(r, t);
   }
 
  private:
-  FakeHttpTransport& fake_;
+  Target& target_;
 };
 
 HttpRequest get(const std::string& target) {
@@ -95,7 +98,7 @@ struct Fixture {
         options,
         [this] {
           ++upstream_opened;
-          return std::unique_ptr<HttpTransport>(std::make_unique<Forward>(upstream));
+          return std::unique_ptr<HttpTransport>(std::make_unique<Forward<FakeHttpTransport>>(upstream));
         },
         [this] {
           if (token == "unreadable") throw cni::CniError(cni::ErrorCode::InvalidConfig, "token file unreadable");
@@ -107,7 +110,7 @@ struct Fixture {
   RelayTransport client(const std::string& server_url = kServer) {
     return RelayTransport(socket, server_url, [this] {
       ++direct_opened;
-      return std::unique_ptr<HttpTransport>(std::make_unique<Forward>(direct));
+      return std::unique_ptr<HttpTransport>(std::make_unique<Forward<FakeHttpTransport>>(direct));
     });
   }
 };
@@ -377,4 +380,72 @@ TEST_CASE("relay: the socket file — stale replaced, foreign or served refused"
     f.socket = f.dir.str() + "/" + std::string(120, 'x');
     CHECK(code_of([&] { f.start(); }) == 7);
   }
+}
+
+namespace {
+
+/// An upstream that answers every request with its own target, safe to share between threads.
+class Echo final : public HttpTransport {
+ public:
+  HttpResponse send(const HttpRequest& r, std::chrono::milliseconds) override {
+    std::lock_guard lock(mu_);
+    ++requests_;
+    return {200, {}, r.target};
+  }
+  int requests() {
+    std::lock_guard lock(mu_);
+    return requests_;
+  }
+
+ private:
+  std::mutex mu_;
+  int requests_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("relay: concurrent CNI calls each get their own answers", "[agent][relay]") {
+  TempDir dir;
+  const std::string socket = dir.str() + "/agent.sock";
+  MetricsRegistry registry;
+  RelayMetrics metrics(registry);
+  Echo echo;
+  std::atomic<int> opened{0};
+  RelayServerOptions options;
+  options.socket_path = socket;
+  options.server = kServer;
+  options.allowed_uid = ::getuid();
+  RelayServer server(
+      options,
+      [&] {
+        ++opened;
+        return std::unique_ptr<HttpTransport>(std::make_unique<Forward<Echo>>(echo));
+      },
+      [] { return std::string(); }, metrics);
+  constexpr int kCallers = 8, kBatches = 10;
+  std::vector<std::thread> callers;
+  std::atomic<int> wrong{0}, direct{0};
+  for (int c = 0; c < kCallers; ++c)
+    callers.emplace_back([&, c] {
+      RelayTransport client(socket, kServer, [&] {
+        ++direct;
+        return std::unique_ptr<HttpTransport>(std::make_unique<Forward<Echo>>(echo));
+      });
+      for (int b = 0; b < kBatches; ++b) {
+        std::string pod = "/api/v1/namespaces/ns" + std::to_string(c) + "/pods/p" + std::to_string(b);
+        auto outcomes = client.send_batch({get(pod), get(kNad)}, 10s);
+        if (outcomes.size() != 2 || std::get<HttpResponse>(outcomes[0]).body != pod ||
+            std::get<HttpResponse>(outcomes[1]).body != kNad)
+          ++wrong;
+        if (client.send({"PUT", pod + "/status", {}, "{}"}, 10s).body != pod + "/status") ++wrong;
+      }
+      if (client.went_direct()) ++direct;
+    });
+  for (auto& t : callers) t.join();
+  CHECK(wrong == 0);
+  CHECK(direct == 0);
+  CHECK(metrics.answered.value() == kCallers * kBatches * 2);
+  CHECK(metrics.refused.value() == 0);
+  CHECK(echo.requests() == kCallers * kBatches * 3);
+  CHECK(opened <= kCallers);  // upstream transports are pooled, one per concurrent exchange at most
 }
