@@ -2,7 +2,7 @@
 """Instruction counts of manifold's verbs under callgrind (the benchmark's profiling, repeatable on a
 loaded machine where wall times are not).
 
-    sudo python3 test/bench/profile.py --manifold BIN [--only version,bridge,k8s-1,k8s-16]
+    sudo python3 test/bench/profile.py --manifold BIN [--only version,bridge,k8s-1,k8s-16,agent-1]
                                        [--top N] [--json FILE] [--keep DIR] [--symbol-order FILE]
 
 BIN must have symbols: the Debug build's manifold, or an unstripped static release binary (the
@@ -11,8 +11,10 @@ unmeasured, then once under `valgrind --tool=callgrind` in the same node and pod
 benchmark (bench.py's World and API server double): VERSION; ADD, CHECK, DEL with one bridge
 delegate and no Kubernetes; ADD, CHECK, DEL with the pod and k macvlan NADs looked up in the API
 server double, then apireplay (the benchmark's fresh-process API floor, apireplay.c) sending that
-ADD's requests. Prints manifold's own instructions (Ir, delegates are not traced) per verb, the
-floor's as "k8s-N apireplay" and, with --top, the functions with the most inclusive instructions.
+ADD's requests; agent-N: the k8s-N verbs with the API requests handed to a running `manifold
+agent` (its relay), apireplay still the direct floor. Prints manifold's own instructions (Ir,
+delegates are not traced) per verb, the floor's as "k8s-N apireplay" and, with --top, the functions
+with the most inclusive instructions.
 apireplay is $APIREPLAY (build/*/test/bench/apireplay, with symbols) or built on the fly. Needs
 root and valgrind.
 
@@ -140,7 +142,7 @@ class Profiler:
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--manifold", required=True, help="a manifold binary with symbols")
-    p.add_argument("--only", default="version,bridge,k8s-1,k8s-16")
+    p.add_argument("--only", default="version,bridge,k8s-1,k8s-16,agent-1")
     p.add_argument("--top", type=int, default=0, help="print the N most expensive functions per verb")
     p.add_argument("--json", help="write the counts here")
     p.add_argument("--keep", help="keep the callgrind files in this directory")
@@ -176,6 +178,21 @@ def main(argv):
             conf = world.manifold_conf(world.mkdir("cache-" + name), [world.bridge_conf()],
                                        kubeconfig=kube.kubeconfig)
             prof.cycle(name, conf, bench.Kube.cni_args(), kube)
+        for name in only:
+            if not name.startswith("agent-"):
+                continue
+            # The same ADD with its requests handed to a running `manifold agent` (its API relay).
+            k = int(name[6:])
+            kube = kube or bench.Kube(stack, world)
+            kube.set_networks(world, k)
+            agent = bench.AgentProcess(world, kube, world.mkdir("cache-agent-process-" + name))
+            try:
+                bench.wait_for_relay(agent)
+                conf = world.manifold_conf(world.mkdir("cache-" + name), [world.bridge_conf()],
+                                           kubeconfig=kube.kubeconfig, agentSocket=agent.relay_socket)
+                prof.cycle(name, conf, bench.Kube.cni_args(), kube)
+            finally:
+                agent.stop()
         print("%-20s %15s" % ("verb", "instructions"))
         for row in prof.rows:
             print("%-20s %15s" % (row["label"], "{:,}".format(row["instructions"])))
