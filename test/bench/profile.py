@@ -170,29 +170,23 @@ def main(argv):
             prof.cycle("bridge", world.manifold_conf(world.mkdir("cache-bridge"), [world.bridge_conf()]))
         kube = None
         for name in only:
-            if not name.startswith("k8s-"):
+            prefix = next((p for p in ("k8s-", "agent-") if name.startswith(p)), None)
+            if prefix is None:
                 continue
-            k = int(name[4:])
+            k = int(name[len(prefix):])
             kube = kube or bench.Kube(stack, world)
             kube.set_networks(world, k)
-            conf = world.manifold_conf(world.mkdir("cache-" + name), [world.bridge_conf()],
-                                       kubeconfig=kube.kubeconfig)
-            prof.cycle(name, conf, bench.Kube.cni_args(), kube)
-        for name in only:
-            if not name.startswith("agent-"):
-                continue
-            # The same ADD with its requests handed to a running `manifold agent` (its API relay).
-            k = int(name[6:])
-            kube = kube or bench.Kube(stack, world)
-            kube.set_networks(world, k)
-            agent = bench.AgentProcess(world, kube, world.mkdir("cache-agent-process-" + name))
-            try:
-                bench.wait_for_relay(agent)
+            with contextlib.ExitStack() as agent_stack:
+                extra = {}
+                if prefix == "agent-":
+                    # The same ADD with its requests handed to a running `manifold agent` (its API relay).
+                    agent = bench.AgentProcess(world, kube, world.mkdir("cache-agent-process-" + name))
+                    agent_stack.callback(agent.stop)
+                    bench.wait_for_relay(agent)
+                    extra["agentSocket"] = agent.relay_socket
                 conf = world.manifold_conf(world.mkdir("cache-" + name), [world.bridge_conf()],
-                                           kubeconfig=kube.kubeconfig, agentSocket=agent.relay_socket)
+                                           kubeconfig=kube.kubeconfig, **extra)
                 prof.cycle(name, conf, bench.Kube.cni_args(), kube)
-            finally:
-                agent.stop()
         print("%-20s %15s" % ("verb", "instructions"))
         for row in prof.rows:
             print("%-20s %15s" % (row["label"], "{:,}".format(row["instructions"])))

@@ -105,6 +105,15 @@ struct Sandbox {
   ReconcileOutcome reconcile(Reconciler& r, const std::string& networks) { return r.reconcile(pod(networks, status)); }
 };
 
+/// Reconciles the annotation "blue" with the API answers attaching it needs scripted: the NAD, the
+/// status PUT's pod, the event.
+ReconcileOutcome attach_blue(Sandbox& s, Reconciler& reconciler) {
+  s.w.http.push_response(200, nad("blue", "macvlan").dump());
+  s.w.http.push_response(200, pod("blue").dump());
+  s.w.http.push_response(201, R"({"kind":"Event"})");
+  return s.reconcile(reconciler, "blue");
+}
+
 }  // namespace
 
 TEST_CASE("reconciler: an annotation change attaches and detaches through the delegates", "[agent]") {
@@ -113,10 +122,7 @@ TEST_CASE("reconciler: an annotation change attaches and detaches through the de
   Reconciler reconciler(w.services(), {kCniDir, ""});
   const std::size_t calls = w.calls().size(), requests = w.http.requests().size();
 
-  w.http.push_response(200, nad("blue", "macvlan").dump());
-  w.http.push_response(200, pod("blue").dump());
-  w.http.push_response(201, R"({"kind":"Event"})");
-  ReconcileOutcome added = s.reconcile(reconciler, "blue");
+  ReconcileOutcome added = attach_blue(s, reconciler);
   INFO(added.message);
   CHECK(added.result == ReconcileResult::Changed);
   CHECK(added.attached == 1);
@@ -246,10 +252,7 @@ TEST_CASE("reconciler: the agent's own API calls never go through the relay", "[
     return direct();
   };
   Reconciler reconciler(services, {kCniDir, ""});
-  w.http.push_response(200, nad("blue", "macvlan").dump());
-  w.http.push_response(200, pod("blue").dump());
-  w.http.push_response(201, R"({"kind":"Event"})");
-  ReconcileOutcome added = s.reconcile(reconciler, "blue");
+  ReconcileOutcome added = attach_blue(s, reconciler);
   INFO(added.message);
   CHECK(added.result == ReconcileResult::Changed);
   CHECK(added.api_requests == 3);
