@@ -9,7 +9,7 @@ the bridge, the macvlan master and the Kubernetes API server double all live the
 namespace of ours, and compares manifold with its floor measured in the same run, iteration by
 iteration (the two alternate, so load changes on a shared machine hit both alike):
 
-  version    VERSION (manifold, and bridge's VERSION as a reference exec cost)
+  version    VERSION (manifold; bridge's VERSION and a static C plugin's as reference exec costs)
   bridge     ADD, CHECK, DEL with 1 bridge delegate, no Kubernetes: through the libcni driver
              (driver -> manifold -> bridge vs driver -> bridge) and by direct exec
   k8s-1/4/16 ADD, CHECK, DEL with Kubernetes lookups (GET pod, GET NADs, PUT status, events), called
@@ -91,6 +91,7 @@ BUDGET_ROUND_TRIPS = 3
 BUDGET_ROTATION_MS = 1.0
 K8S_SIZES = (1, 4, 16)
 # The two ways a CNI call reaches the API server: its own TLS connection, or the node agent's relay.
+FLOOR_NOTE = "static C plugin (reference)"  # static_floor.c: the machine's exec floor
 K8S_PATHS = (("k8s-%d", "direct"), ("k8s-agent-%d", "through the node agent"))
 # TLS set-up CPU per Kubernetes call.
 BUDGET_TLS_MS = 1.5
@@ -155,6 +156,13 @@ def build_apireplay(work):
     out = os.path.join(work, "apireplay")
     run(["cc", "-O2", "-Wall", "-ffunction-sections", "-fdata-sections", "-static", "-Wl,--gc-sections",
          "-o", out, os.path.join(HERE, "apireplay.c"), "-l:libssl.a", "-l:libcrypto.a", "-pthread"])
+    return out
+
+
+def build_static_floor(work):
+    """static_floor (the smallest static plugin: answers VERSION), compiled from static_floor.c."""
+    out = os.path.join(work, "static_floor")
+    run(["cc", "-O2", "-Wall", "-static", "-o", out, os.path.join(HERE, "static_floor.c")])
     return out
 
 
@@ -407,7 +415,10 @@ def paired_iterations(args, measure_a, measure_b):
 
 
 def scenario_version(world, args):
+    """VERSION of manifold, of bridge (a Go plugin) and of static_floor (this machine's exec floor)."""
     row_m, row_b = new_row("version", "VERSION"), new_row("version", "VERSION", "bridge (reference)")
+    row_s = new_row("version", "VERSION", FLOOR_NOTE)
+    floor = build_static_floor(world.work)
     stdin = '{"cniVersion":"1.0.0"}'
     env = base_env()
     env["CNI_COMMAND"] = "VERSION"
@@ -418,14 +429,46 @@ def scenario_version(world, args):
             row_m["total"].append(r["ms"])
 
     def b(keep):
-        r = world.exec([os.path.join(PLUGIN_DIR, "bridge")], env, stdin, what="bridge VERSION")
-        if keep:
-            row_b["total"].append(r["ms"])
+        for row, path, what in ((row_b, os.path.join(PLUGIN_DIR, "bridge"), "bridge VERSION"),
+                                (row_s, floor, "static_floor VERSION")):
+            r = world.exec([path], env, stdin, what=what)
+            if keep:
+                row["total"].append(r["ms"])
 
     paired_iterations(args, m, b)
     for _ in range(args.traced_runs):
         record_traced(row_m, world.exec([world.manifold], env, stdin, traced=True))
-    return [row_m, row_b]
+        record_traced(row_s, world.exec([floor], env, stdin, traced=True))
+    return [row_m, row_b, row_s]
+
+
+def machine_floor(rows):
+    """What a static plugin costs on this machine before it does anything, and the no-Kubernetes
+    overheads beyond one such exec (manifold's own work, the part a faster exec would not remove)."""
+    r = find_row(rows, "version", "VERSION", FLOOR_NOTE)
+    if r is None:
+        return None
+    out = {"exec_ms": r["total_ms"]["median"], "cpu_ms": r.get("cpu_ms") and r["cpu_ms"]["median"],
+           "minor_faults": r.get("minor_faults"), "beyond_exec_ms": {}}
+    for verb in ("ADD", "DEL"):
+        for variant in ("libcni", "direct"):
+            b = find_row(rows, "bridge", verb, variant)
+            if b and b.get("overhead_ms"):
+                out["beyond_exec_ms"]["%s %s" % (verb, variant)] = b["overhead_ms"]["median"] - out["exec_ms"]
+    return out
+
+
+def print_machine_floor(floor):
+    if floor is None:
+        return
+    cpu = "" if floor["cpu_ms"] is None else ", %.2f ms of CPU" % floor["cpu_ms"]
+    faults = "" if floor["minor_faults"] is None else ", %d page faults" % floor["minor_faults"]
+    print("\nmachine floor: a static C plugin's VERSION (static_floor.c) takes %.2f ms%s%s" % (
+        floor["exec_ms"], cpu, faults))
+    for key, value in floor["beyond_exec_ms"].items():
+        verb, variant = key.split()
+        print("  no-Kubernetes %s overhead beyond that exec (%s): %.2f ms" % (
+            verb, "libcni driver" if variant == "libcni" else "direct exec", value))
 
 
 def scenario_bridge(world, args):
@@ -1517,6 +1560,8 @@ def main(argv):
     print_api_cpu(rows)
     print_hotplug(hotplug)
     print_budgets(lines)
+    floor = machine_floor(rows)
+    print_machine_floor(floor)
     scale = scaling(rows)
     print_scaling(scale)
     result = {"manifold": args.manifold, "manifold_bytes": os.path.getsize(args.manifold),
@@ -1524,7 +1569,7 @@ def main(argv):
               "runs": args.runs, "warmup": args.warmup, "traced_runs": args.traced_runs, "quick": args.quick,
               "realtime": args.realtime, "loadavg": os.getloadavg(),
               "elapsed_s": time.time() - started, "rows": rows, "budgets": lines, "scaling": scale,
-              "notes": notes, "soak": soak, "hotplug": hotplug}
+              "notes": notes, "soak": soak, "hotplug": hotplug, "machine_floor": floor}
     with open(args.json, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=1)
     print("\nresults written to %s (%.0f s)" % (args.json, time.time() - started))
