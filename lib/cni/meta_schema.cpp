@@ -131,21 +131,21 @@ void delegates_rule(const Json& v, MetaWalk& w) {
 using M = MetaConfig;
 using T = MetaType;
 
-const MetaField kLogOptions[] = {
+constexpr MetaField kLogOptions[] = {
     {"maxSize", T::Int, 0, 1 << 20, put_in<&M::log_options, &LogOptions::max_size_mb>},
     {"maxBackups", T::Int, 0, 1000, put_in<&M::log_options, &LogOptions::max_backups>},
     {"maxAge", T::Int, 0, 100000, put_in<&M::log_options, &LogOptions::max_age_days>},
     {"compress", T::Bool, 0, 0, put_in<&M::log_options, &LogOptions::compress>},
 };
 
-const MetaField kApiTimeouts[] = {
+constexpr MetaField kApiTimeouts[] = {
     {"request", T::Int, 10, 600000, put<&M::api_request_timeout_ms>},
     {"call", T::Int, 10, 600000, put<&M::api_call_deadline_ms>},
     {"total", T::Int, 10, 3600000, put<&M::api_lookup_deadline_ms>},
     {"attempts", T::Int, 1, 100, put<&M::api_attempts>},
 };
 
-const MetaField kFields[] = {
+constexpr MetaField kFields[] = {
     {"cniVersion", T::String, 0, 0, put<&M::cni_version>, cni_version_rule},
     {"name", T::String, 0, 0, put<&M::name>, name_rule},
     {"type", T::Custom, 0, 0, nullptr, type_rule},
