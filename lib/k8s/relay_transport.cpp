@@ -106,7 +106,7 @@ std::vector<BatchOutcome> RelayTransport::send_batch(const std::vector<HttpReque
                                       "the request was handed to the node agent, whose answer was lost: " + lost));
     return out;
   }
-  ++relayed_;
+  if (++relayed_ == 1) util::log_verbose("Kubernetes API requests go through the node agent at ", socket_path_);
   for (BatchOutcome& o : answer.outcomes)
     if (auto* e = std::get_if<TransportError>(&o))
       o = TransportError(e->kind(), "(through the node agent) " + e->msg());

@@ -77,6 +77,9 @@ class RelayTest(AgentTestCase):
         self.assertLessEqual(len(self.api.connections()), connections_before + 1)
         self.assertEqual(len({e["conn"] for e in entries}), 1)
         self.assertGreaterEqual(self.metrics()[RELAYED], 2)  # the lookups and the status PUT
+        log = self.tree.log_tail(1 << 20)
+        self.assertIn("Kubernetes API requests go through the node agent at", log)
+        self.assertNotIn("not used", log)
         # CHECK reuses the agent's connection.
         conns = len(self.api.connections())
         self.api.clear_requests()

@@ -24,6 +24,7 @@
 #include "cni_error_of.h"
 #include "k8s/relay_protocol.h"
 #include "k8s/relay_transport.h"
+#include "log_capture.h"
 #include "temp_dir.h"
 #include "util/unique_fd.h"
 
@@ -41,6 +42,7 @@ using manifold::k8s::HttpTransport;
 using manifold::k8s::RelayTransport;
 using manifold::k8s::TransportError;
 using manifold::test::code_of;
+using manifold::test::LogCapture;
 using manifold::test::TempDir;
 using manifold::util::UniqueFd;
 namespace relay = manifold::k8s::relay;
@@ -232,6 +234,7 @@ TEST_CASE("relay: a batch goes through the agent with the agent's credentials on
   f.upstream.push_response(200, "{\"kind\":\"Pod\"}");
   f.upstream.push_error(TransportError(TransportError::Kind::Timeout, "upstream slow"));
   RelayTransport client = f.client();
+  LogCapture log;
   auto outcomes = client.send_batch({get(kPod), get(kNad)}, 3s);
   REQUIRE(outcomes.size() == 2);
   CHECK(std::get<HttpResponse>(outcomes[0]).body == "{\"kind\":\"Pod\"}");
@@ -253,6 +256,10 @@ TEST_CASE("relay: a batch goes through the agent with the agent's credentials on
   CHECK(client.send({"PUT", kPod + "/status", {}, "{}"}, 3s).status == 200);
   CHECK(f.upstream_opened == 1);
   CHECK(f.metrics.answered.value() == 2);
+  // The call's log says once that its requests went through the agent, and where.
+  const std::string said = "Kubernetes API requests go through the node agent at " + f.socket;
+  CHECK(log.contains(said));
+  CHECK(log.text().find(said) == log.text().rfind(said));
   struct stat st {};
   REQUIRE(::stat(f.socket.c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);

@@ -13,8 +13,8 @@
 #include <fstream>
 
 #include "cni/error.h"
+#include "log_capture.h"
 #include "temp_dir.h"
-#include "util/log.h"
 
 namespace fs = std::filesystem;
 using manifold::Json;
@@ -27,43 +27,10 @@ using manifold::exec::ProcessRequest;
 using manifold::exec::ProcessResult;
 using manifold::exec::RealProcessRunner;
 using namespace std::chrono_literals;
+using manifold::test::LogCapture;
 using manifold::test::TempDir;
 
 namespace {
-
-/// Captures log lines for the duration of a test and restores the logger defaults afterwards.
-class CapturedLog final : public manifold::util::LogSink {
- public:
-  void write_line(std::string_view line) override { lines->push_back(std::string(line)); }
-  std::shared_ptr<std::vector<std::string>> lines = std::make_shared<std::vector<std::string>>();
-};
-
-class LogCapture {
- public:
-  LogCapture() {
-    auto sink = std::make_unique<CapturedLog>();
-    lines_ = sink->lines;
-    auto& logger = manifold::util::Logger::instance();
-    logger.set_level(manifold::util::LogLevel::Debug);
-    logger.set_to_stderr(false);
-    logger.set_file_sink(std::move(sink));
-  }
-  ~LogCapture() {
-    auto& logger = manifold::util::Logger::instance();
-    logger.set_file_sink(nullptr);
-    logger.set_to_stderr(true);
-    logger.set_level(manifold::util::LogLevel::Error);
-  }
-  bool contains(const std::string& text) const {
-    for (const std::string& l : *lines_) {
-      if (l.find(text) != std::string::npos) return true;
-    }
-    return false;
-  }
-
- private:
-  std::shared_ptr<std::vector<std::string>> lines_;
-};
 
 PluginCall add_call() {
   PluginCall call;

@@ -1,14 +1,15 @@
 // Tests of kubeconfig loading (contexts, clusters, users, files vs -data, tokens, insecure flag,
 // relative paths, malformed and mistyped input), the in-cluster configuration, and the base64 and
-// token helpers. Files come from a FakeFileReader; log output is captured through a LogSink.
+// token helpers. Files come from a FakeFileReader; log output is captured by test::LogCapture.
 #include <catch2/catch.hpp>
 
 #include "cni/error.h"
 #include "k8s/kubeconfig.h"
-#include "util/log.h"
+#include "log_capture.h"
 
 using namespace manifold;
 using namespace manifold::k8s;
+using manifold::test::LogCapture;
 
 namespace {
 
@@ -21,35 +22,6 @@ const std::string kKey = "-----BEGIN PRIVATE KEY-----\nS0VZ\n-----END PRIVATE KE
 const std::string kCaB64 = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tClEwRT0KLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo=";
 const std::string kCertB64 = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tClEwVlNWQT09Ci0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K";
 const std::string kKeyB64 = "LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0tClMwVloKLS0tLS1FTkQgUFJJVkFURSBLRVktLS0tLQo=";
-
-/// Captures log lines for the duration of a test.
-class LogCapture {
- public:
-  LogCapture() {
-    auto sink = std::make_unique<Sink>(lines_);
-    util::Logger::instance().set_file_sink(std::move(sink));
-    util::Logger::instance().set_to_stderr(false);
-    util::Logger::instance().set_level(util::LogLevel::Debug);
-  }
-  ~LogCapture() {
-    util::Logger::instance().set_file_sink(nullptr);
-    util::Logger::instance().set_to_stderr(true);
-    util::Logger::instance().set_level(util::LogLevel::Error);
-  }
-  std::string text() const {
-    std::string all;
-    for (const auto& l : *lines_) all += l;
-    return all;
-  }
-
- private:
-  struct Sink : util::LogSink {
-    explicit Sink(std::shared_ptr<std::vector<std::string>> out) : out_(std::move(out)) {}
-    void write_line(std::string_view line) override { out_->emplace_back(line); }
-    std::shared_ptr<std::vector<std::string>> out_;
-  };
-  std::shared_ptr<std::vector<std::string>> lines_ = std::make_shared<std::vector<std::string>>();
-};
 
 std::string kubeconfig(const std::string& cluster_body, const std::string& user_body,
                        const std::string& current = "main") {
