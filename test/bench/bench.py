@@ -90,8 +90,8 @@ BUDGET_ROUND_TRIPS = 3
 # A rotating call may cost the rename and a fork more than a normal one, not the gzip of the log.
 BUDGET_ROTATION_MS = 1.0
 K8S_SIZES = (1, 4, 16)
-# The two ways a CNI call reaches the API server: its own TLS connection, or the node agent's relay.
 FLOOR_NOTE = "static C plugin (reference)"  # static_floor.c: the machine's exec floor
+# The two ways a CNI call reaches the API server: its own TLS connection, or the node agent's relay.
 K8S_PATHS = (("k8s-%d", "direct"), ("k8s-agent-%d", "through the node agent"))
 # TLS set-up CPU per Kubernetes call.
 BUDGET_TLS_MS = 1.5
@@ -459,6 +459,7 @@ def machine_floor(rows):
 
 
 def print_machine_floor(floor):
+    """Prints machine_floor()'s figures after the budgets (nothing when VERSION was not measured)."""
     if floor is None:
         return
     cpu = "" if floor["cpu_ms"] is None else ", %.2f ms of CPU" % floor["cpu_ms"]
