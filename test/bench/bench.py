@@ -91,6 +91,8 @@ BUDGET_ROUND_TRIPS = 3
 BUDGET_ROTATION_MS = 1.0
 K8S_SIZES = (1, 4, 16)
 FLOOR_NOTE = "static C plugin (reference)"  # static_floor.c: the machine's exec floor
+# The bridge scenario's two ways of calling manifold (its rows' notes).
+BRIDGE_VARIANTS = ("libcni driver", "direct exec")
 # The two ways a CNI call reaches the API server: its own TLS connection, or the node agent's relay.
 K8S_PATHS = (("k8s-%d", "direct"), ("k8s-agent-%d", "through the node agent"))
 # TLS set-up CPU per Kubernetes call.
@@ -137,33 +139,33 @@ def fit_line(xs, ys):
 
 # ---- running commands ------------------------------------------------------------------------------
 
-def build_benchexec(work):
-    """The benchexec binary: $BENCHEXEC, else compiled from benchexec.c into work."""
-    path = os.environ.get("BENCHEXEC")
+def build_c_tool(work, name, env_var=None, flags=(), libs=()):
+    """A bench tool written in C: $env_var when it names an executable (CMake's build), else
+    test/bench/<name>.c compiled with `cc -O2 -Wall` and `flags`, linked with `libs`, into work."""
+    path = os.environ.get(env_var) if env_var else None
     if path and os.access(path, os.X_OK):
         return path
-    out = os.path.join(work, "benchexec")
-    run(["cc", "-O2", "-Wall", "-o", out, os.path.join(HERE, "benchexec.c")])
+    out = os.path.join(work, name)
+    run(["cc", "-O2", "-Wall"] + list(flags) + ["-o", out, os.path.join(HERE, name + ".c")] + list(libs))
     return out
+
+
+def build_benchexec(work):
+    """The benchexec binary: $BENCHEXEC, else compiled from benchexec.c into work."""
+    return build_c_tool(work, "benchexec", "BENCHEXEC")
 
 
 def build_apireplay(work):
     """The apireplay binary: $APIREPLAY, else compiled from apireplay.c into work, linked statically
     from OpenSSL's archives like the static release manifold (the CMake target does the same)."""
-    path = os.environ.get("APIREPLAY")
-    if path and os.access(path, os.X_OK):
-        return path
-    out = os.path.join(work, "apireplay")
-    run(["cc", "-O2", "-Wall", "-ffunction-sections", "-fdata-sections", "-static", "-Wl,--gc-sections",
-         "-o", out, os.path.join(HERE, "apireplay.c"), "-l:libssl.a", "-l:libcrypto.a", "-pthread"])
-    return out
+    return build_c_tool(work, "apireplay", "APIREPLAY",
+                        flags=("-ffunction-sections", "-fdata-sections", "-static", "-Wl,--gc-sections"),
+                        libs=("-l:libssl.a", "-l:libcrypto.a", "-pthread"))
 
 
 def build_static_floor(work):
     """static_floor (the smallest static plugin: answers VERSION), compiled from static_floor.c."""
-    out = os.path.join(work, "static_floor")
-    run(["cc", "-O2", "-Wall", "-static", "-o", out, os.path.join(HERE, "static_floor.c")])
-    return out
+    return build_c_tool(work, "static_floor", flags=("-static",))
 
 
 class Executor:
@@ -451,10 +453,10 @@ def machine_floor(rows):
     out = {"exec_ms": r["total_ms"]["median"], "cpu_ms": r.get("cpu_ms") and r["cpu_ms"]["median"],
            "minor_faults": r.get("minor_faults"), "beyond_exec_ms": {}}
     for verb in ("ADD", "DEL"):
-        for variant in ("libcni", "direct"):
+        for variant in BRIDGE_VARIANTS:
             b = find_row(rows, "bridge", verb, variant)
             if b and b.get("overhead_ms"):
-                out["beyond_exec_ms"]["%s %s" % (verb, variant)] = b["overhead_ms"]["median"] - out["exec_ms"]
+                out["beyond_exec_ms"]["%s (%s)" % (verb, variant)] = b["overhead_ms"]["median"] - out["exec_ms"]
     return out
 
 
@@ -466,10 +468,8 @@ def print_machine_floor(floor):
     faults = "" if floor["minor_faults"] is None else ", %d page faults" % floor["minor_faults"]
     print("\nmachine floor: a static C plugin's VERSION (static_floor.c) takes %.2f ms%s%s" % (
         floor["exec_ms"], cpu, faults))
-    for key, value in floor["beyond_exec_ms"].items():
-        verb, variant = key.split()
-        print("  no-Kubernetes %s overhead beyond that exec (%s): %.2f ms" % (
-            verb, "libcni driver" if variant == "libcni" else "direct exec", value))
+    for what, value in floor["beyond_exec_ms"].items():
+        print("  no-Kubernetes %s overhead beyond that exec: %.2f ms" % (what, value))
 
 
 def scenario_bridge(world, args):
@@ -478,8 +478,7 @@ def scenario_bridge(world, args):
     conf = world.manifold_conf(cni_dir, [world.bridge_conf()])
     world.write_netconf(conf, "10-manifold.conf")
     world.write_netconf(world.bridge_conf(), "20-cluster.conf")
-    drv = {v: new_row("bridge", v, "libcni driver") for v in VERBS}
-    direct = {v: new_row("bridge", v, "direct exec") for v in VERBS}
+    drv, direct = ({v: new_row("bridge", v, variant) for v in VERBS} for variant in BRIDGE_VARIANTS)
 
     def via_driver(net, key):
         def go(keep):
@@ -1245,9 +1244,9 @@ def budgets(rows, binary_size, args, hotplug=None):
         out.append({"budget": text, "value": value, "limit": limit, "unit": unit, "verdict": verdict})
 
     for verb in ("ADD", "DEL"):
-        for variant, shown in (("libcni", "libcni driver"), ("direct", "direct exec")):
+        for variant in BRIDGE_VARIANTS:
             r = find_row(rows, "bridge", verb, variant)
-            line("own overhead per %s, no Kubernetes, 1 network (%s, median)" % (verb, shown),
+            line("own overhead per %s, no Kubernetes, 1 network (%s, median)" % (verb, variant),
                  r and r.get("overhead_ms") and r["overhead_ms"]["median"], BUDGET_OWN_ADD_MS, "ms")
     for prefix, path in K8S_PATHS:
         for k in K8S_SIZES:
