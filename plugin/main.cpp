@@ -15,6 +15,7 @@
 #include "plugin/cli/cli.h"
 #include "plugin/cni/real_services.h"
 #include "plugin/cni/verbs.h"
+#include "util/unique_fd.h"
 
 extern char** environ;
 
@@ -45,15 +46,7 @@ std::string read_stdin_bounded() {
   return data;
 }
 
-void write_stdout(const std::string& text) {
-  size_t off = 0;
-  while (off < text.size()) {
-    ssize_t n = ::write(STDOUT_FILENO, text.data() + off, text.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    off += static_cast<size_t>(n);
-  }
-}
+void write_stdout(const std::string& text) { (void)manifold::util::write_all(STDOUT_FILENO, text); }
 
 // CNI mode: CNI_COMMAND is set, or we were started without arguments in a CNI_* environment (a
 // runtime that forgot CNI_COMMAND gets a CNI error, not a usage message).

@@ -6,16 +6,11 @@
 #include <vector>
 
 #include "util/json_parse.h"
+#include "util/ascii.h"
 
 namespace manifold::k8s {
 
 namespace {
-
-bool key_matches(std::string_view key, std::string_view field) {
-  return key.size() == field.size() && std::equal(key.begin(), key.end(), field.begin(), [](char a, char b) {
-           return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-         });
-}
 
 /// Decodes an object of string fields in `fields` order, as Go decodes into a struct of
 /// `omitempty` strings. Returns false on a wrong type.
@@ -24,7 +19,7 @@ bool decode_string_struct(const Json& in, const std::vector<std::string_view>& f
   std::vector<std::string> values(fields.size());
   for (const auto& [key, value] : in.items()) {
     for (std::size_t f = 0; f < fields.size(); ++f) {
-      if (!key_matches(key, fields[f])) continue;
+      if (!util::iequals_ascii(key, fields[f])) continue;
       if (value.is_null()) break;
       if (!value.is_string()) return false;
       values[f] = value.get<std::string>();
@@ -67,10 +62,10 @@ Json normalize_device_info(const Json& in) {
   std::vector<Json> nested(kNested.size());
   for (const auto& [key, value] : in.items()) {
     for (std::string_view f : kTop) {
-      if (key_matches(key, f)) top_in[std::string(f)] = value;
+      if (util::iequals_ascii(key, f)) top_in[std::string(f)] = value;
     }
     for (std::size_t n = 0; n < kNested.size(); ++n) {
-      if (!key_matches(key, kNested[n].first)) continue;
+      if (!util::iequals_ascii(key, kNested[n].first)) continue;
       if (value.is_null()) {
         nested[n] = nullptr;
       } else if (!decode_string_struct(value, kNested[n].second, nested[n])) {

@@ -3,6 +3,7 @@
 // transports that cannot pipeline), and the scripted FakeHttpTransport used by
 // unit tests.
 #include "k8s/http.h"
+#include "util/ascii.h"
 
 #include <arpa/inet.h>
 
@@ -16,14 +17,8 @@ namespace {
 
 constexpr std::size_t kMaxUrlLength = 2048;
 
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 bool istarts_with(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
+  return s.size() >= prefix.size() && util::iequals_ascii(s.substr(0, prefix.size()), prefix);
 }
 
 bool is_ipv4(const std::string& s) {
@@ -62,7 +57,7 @@ bool is_path_char(char c) {
 
 std::string HttpResponse::header(std::string_view name) const {
   for (const auto& [key, value] : headers)
-    if (iequals(key, name)) return value;
+    if (util::iequals_ascii(key, name)) return value;
   return {};
 }
 

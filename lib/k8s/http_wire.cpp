@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "cni/error.h"
+#include "util/ascii.h"
 
 namespace manifold::k8s {
 namespace {
@@ -12,12 +13,6 @@ namespace {
 bool is_token_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) ||
          std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
 }
 
 }  // namespace
@@ -52,7 +47,7 @@ std::string serialize_request(const HttpRequest& request, std::string_view autho
   wire.append(request.method).append(" ").append(request.target).append(" HTTP/1.1\r\nHost: ");
   wire.append(authority).append("\r\n");
   for (const auto& [name, value] : request.headers) {
-    if (with_length && iequals(name, "Content-Length")) continue;
+    if (with_length && util::iequals_ascii(name, "Content-Length")) continue;
     wire.append(name).append(": ").append(value).append("\r\n");
   }
   if (with_length) wire.append("Content-Length: ").append(length).append("\r\n");

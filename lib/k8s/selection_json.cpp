@@ -7,16 +7,10 @@
 #include <limits>
 
 #include "k8s/selection_syntax.h"
+#include "util/ascii.h"
 
 namespace manifold::k8s::selection_syntax {
 namespace {
-
-/// Go's encoding/json field matching: exact, else ASCII case-insensitive.
-bool key_matches(std::string_view key, std::string_view field) {
-  return key.size() == field.size() && std::equal(key.begin(), key.end(), field.begin(), [](char a, char b) {
-           return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-         });
-}
 
 [[noreturn]] void fail_field(std::size_t index, std::string_view field, const std::string& what) {
   fail(std::string(kJsonPrefix) + "element " + std::to_string(index + 1) + ": \"" + std::string(field) + "\" " + what);
@@ -60,13 +54,13 @@ PortMapping decode_port_mapping(const Json& v, std::size_t index) {
   PortMapping pm;
   Json host_port, container_port;
   for (const auto& [key, value] : v.items()) {
-    if (key_matches(key, "hostPort"))
+    if (util::iequals_ascii(key, "hostPort"))
       host_port = value;
-    else if (key_matches(key, "containerPort"))
+    else if (util::iequals_ascii(key, "containerPort"))
       container_port = value;
-    else if (key_matches(key, "protocol"))
+    else if (util::iequals_ascii(key, "protocol"))
       pm.protocol = decode_string(value, index, "portMappings.protocol");
-    else if (key_matches(key, "hostIP"))
+    else if (util::iequals_ascii(key, "hostIP"))
       pm.host_ip = decode_string(value, index, "portMappings.hostIP");
   }
   pm.host_port = decode_port(host_port, index, "portMappings.hostPort");
@@ -94,13 +88,13 @@ Bandwidth decode_bandwidth(const Json& v, std::size_t index) {
     return n;
   };
   for (const auto& [key, value] : v.items()) {
-    if (key_matches(key, "ingressRate"))
+    if (util::iequals_ascii(key, "ingressRate"))
       bw.ingress_rate = field(value, "bandwidth.ingressRate");
-    else if (key_matches(key, "ingressBurst"))
+    else if (util::iequals_ascii(key, "ingressBurst"))
       bw.ingress_burst = field(value, "bandwidth.ingressBurst");
-    else if (key_matches(key, "egressRate"))
+    else if (util::iequals_ascii(key, "egressRate"))
       bw.egress_rate = field(value, "bandwidth.egressRate");
-    else if (key_matches(key, "egressBurst"))
+    else if (util::iequals_ascii(key, "egressBurst"))
       bw.egress_burst = field(value, "bandwidth.egressBurst");
   }
   return bw;
@@ -114,36 +108,36 @@ SelectionElement decode_element(const Json& v, std::size_t index, std::string& d
   }
   SelectionElement e;
   for (const auto& [key, value] : v.items()) {
-    if (key_matches(key, "name")) {
+    if (util::iequals_ascii(key, "name")) {
       e.name = decode_string(value, index, "name");
-    } else if (key_matches(key, "namespace")) {
+    } else if (util::iequals_ascii(key, "namespace")) {
       e.namespace_ = decode_string(value, index, "namespace");
-    } else if (key_matches(key, "ips")) {
+    } else if (util::iequals_ascii(key, "ips")) {
       e.ips = decode_string_list(value, index, "ips");
-    } else if (key_matches(key, "mac")) {
+    } else if (util::iequals_ascii(key, "mac")) {
       e.mac = decode_string(value, index, "mac");
-    } else if (key_matches(key, "infiniband-guid")) {
+    } else if (util::iequals_ascii(key, "infiniband-guid")) {
       e.infiniband_guid = decode_string(value, index, "infiniband-guid");
-    } else if (key_matches(key, "interface")) {
+    } else if (util::iequals_ascii(key, "interface")) {
       e.interface = decode_string(value, index, "interface");
-    } else if (key_matches(key, "interfaceRequest")) {
+    } else if (util::iequals_ascii(key, "interfaceRequest")) {
       deprecated_interface = decode_string(value, index, "interfaceRequest");
-    } else if (key_matches(key, "portMappings")) {
+    } else if (util::iequals_ascii(key, "portMappings")) {
       e.port_mappings.clear();
       if (value.is_null()) continue;
       if (!value.is_array()) fail_field(index, "portMappings", "must be a list, not " + std::string(value.type_name()));
       for (const Json& pm : value) e.port_mappings.push_back(decode_port_mapping(pm, index));
-    } else if (key_matches(key, "bandwidth")) {
+    } else if (util::iequals_ascii(key, "bandwidth")) {
       e.bandwidth.reset();
       if (!value.is_null()) e.bandwidth = decode_bandwidth(value, index);
-    } else if (key_matches(key, "deviceID")) {
+    } else if (util::iequals_ascii(key, "deviceID")) {
       e.device_id = decode_string(value, index, "deviceID");
-    } else if (key_matches(key, "cni-args")) {
+    } else if (util::iequals_ascii(key, "cni-args")) {
       if (!value.is_null() && !value.is_object()) {
         fail_field(index, "cni-args", "must be an object, not " + std::string(value.type_name()));
       }
       e.cni_args = value;
-    } else if (key_matches(key, "default-route")) {
+    } else if (util::iequals_ascii(key, "default-route")) {
       e.default_route.clear();
       e.has_default_route = !value.is_null();
       if (value.is_null()) continue;
@@ -154,7 +148,7 @@ SelectionElement decode_element(const Json& v, std::size_t index, std::string& d
         if (ip_family(text) == 0) fail(std::string(kJsonPrefix) + "invalid IP address: " + shown(text));
         e.default_route.push_back(text);
       }
-    } else if (key_matches(key, "ipam-claim-reference")) {
+    } else if (util::iequals_ascii(key, "ipam-claim-reference")) {
       e.ipam_claim_reference = decode_string(value, index, "ipam-claim-reference");
     }
   }

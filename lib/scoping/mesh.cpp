@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "cni/error.h"
+#include "scoping/cached_state.h"
 #include "firewall/rules.h"
 #include "firewall/save_text.h"
 #include "util/log.h"
@@ -17,10 +18,6 @@ using namespace firewall;  // the layer these steps drive
 namespace {
 
 constexpr std::size_t kMaxPayloadBytes = 1024 * 1024;  // a cached payload larger than this is corrupt
-
-[[noreturn]] void bad_state(const std::string& field, const std::string& why) {
-  throw cni::CniError(cni::ErrorCode::Decoding, "invalid cached mesh state: " + field + " " + why);
-}
 
 std::optional<Family> family_from_number(long long n) {
   if (n == 4) return Family::V4;
@@ -80,63 +77,64 @@ Json MeshState::to_json() const {
 }
 
 MeshState MeshState::from_json(const Json& j) {
-  if (!j.is_object()) bad_state("(top level)", "is not an object");
+  if (!j.is_object()) throw_bad_cached_state("mesh", "(top level)", "is not an object");
   MeshState s;
   auto ifname = j.find("ifname");
   if (ifname == j.end() || !ifname->is_string() || !util::is_valid_ifname(ifname->get_ref<const std::string&>()))
-    bad_state("ifname", "is missing or not a valid interface name");
+    throw_bad_cached_state("mesh", "ifname", "is missing or not a valid interface name");
   s.ifname = ifname->get<std::string>();
 
   if (auto b = j.find("backend"); b != j.end() && !b->is_null()) {
     if (!b->is_string() || !parse_backend(b->get_ref<const std::string&>()))
-      bad_state("backend", "is not \"legacy\", \"nft\" or null");
+      throw_bad_cached_state("mesh", "backend", "is not \"legacy\", \"nft\" or null");
     s.backend = parse_backend(b->get_ref<const std::string&>());
   }
 
   auto families = j.find("families");
   if (families == j.end() || !families->is_array() || families->size() > 2)
-    bad_state("families", "is missing or not a list of at most two families");
+    throw_bad_cached_state("mesh", "families", "is missing or not a list of at most two families");
   for (const Json& f : *families) {
     const auto family = f.is_number_integer() ? family_from_number(f.get<long long>()) : std::nullopt;
-    if (!family) bad_state("families", "holds something other than 4 or 6");
+    if (!family) throw_bad_cached_state("mesh", "families", "holds something other than 4 or 6");
     if (std::find(s.families.begin(), s.families.end(), *family) != s.families.end())
-      bad_state("families", "lists a family twice");
+      throw_bad_cached_state("mesh", "families", "lists a family twice");
     s.families.push_back(*family);
   }
 
   if (auto chains = j.find("chains"); chains != j.end()) {
-    if (!chains->is_array() || chains->size() > 2) bad_state("chains", "is not a list of at most two names");
+    if (!chains->is_array() || chains->size() > 2)
+      throw_bad_cached_state("mesh", "chains", "is not a list of at most two names");
     const std::string in = inbound_chain_name(s.ifname);
     const std::string out = outbound_chain_name(s.ifname);
     for (const Json& c : *chains) {
       if (!c.is_string() || (c.get_ref<const std::string&>() != in && c.get_ref<const std::string&>() != out))
-        bad_state("chains", "names a chain that is not this interface's");
+        throw_bad_cached_state("mesh", "chains", "names a chain that is not this interface's");
       s.chains.push_back(c.get<std::string>());
     }
   }
 
   if (auto payloads = j.find("payloads"); payloads != j.end()) {
-    if (!payloads->is_object()) bad_state("payloads", "is not an object");
+    if (!payloads->is_object()) throw_bad_cached_state("mesh", "payloads", "is not an object");
     for (const auto& [key, value] : payloads->items()) {
       const auto family = key == "4"   ? std::optional(Family::V4)
                           : key == "6" ? std::optional(Family::V6)
                                        : std::nullopt;
       if (!family || !value.is_string() || value.get_ref<const std::string&>().size() > kMaxPayloadBytes)
-        bad_state("payloads", "holds something other than a payload text per family \"4\"/\"6\"");
+        throw_bad_cached_state("mesh", "payloads", "holds something other than a payload text per family \"4\"/\"6\"");
       s.payloads[*family] = value.get<std::string>();
     }
   }
 
   if (auto wait = j.find("lockWaitSeconds"); wait != j.end()) {
     if (!wait->is_number_integer() || wait->get<long long>() < 1 || wait->get<long long>() > 600)
-      bad_state("lockWaitSeconds", "is not a number of seconds (1-600)");
+      throw_bad_cached_state("mesh", "lockWaitSeconds", "is not a number of seconds (1-600)");
     s.lock_wait_seconds = wait->get<int>();
   }
   return s;
 }
 
 MeshState MeshState::rebuilt(std::string ifname, std::vector<Family> families) {
-  validate_ifname(ifname);
+  firewall::validate_ifname(ifname);
   MeshState s;
   s.chains = {inbound_chain_name(ifname), outbound_chain_name(ifname)};
   s.ifname = std::move(ifname);
@@ -146,7 +144,7 @@ MeshState MeshState::rebuilt(std::string ifname, std::vector<Family> families) {
 
 MeshState apply_mesh(IptablesRunner& runner, const std::string& ifname, const MeshConfig& cfg,
                      const std::vector<Family>& families) {
-  validate_ifname(ifname);
+  firewall::validate_ifname(ifname);
   MeshState state;
   state.ifname = ifname;
   state.lock_wait_seconds = cfg.lock_wait_seconds;
@@ -182,7 +180,7 @@ MeshState apply_mesh(IptablesRunner& runner, const std::string& ifname, const Me
 }
 
 void remove_mesh(IptablesRunner& runner, const MeshState& state) {
-  validate_ifname(state.ifname);
+  firewall::validate_ifname(state.ifname);
   for (Family family : state.families) {
     if (state.backend) {
       remove_family(runner, state.ifname, family, *state.backend, false);
@@ -195,7 +193,7 @@ void remove_mesh(IptablesRunner& runner, const MeshState& state) {
 }
 
 std::vector<std::string> check_mesh(IptablesRunner& runner, const MeshState& state, const MeshConfig& cfg) {
-  validate_ifname(state.ifname);
+  firewall::validate_ifname(state.ifname);
   std::vector<std::string> diffs;
   if (cfg.active() && state.families.empty()) {
     diffs.push_back("no mesh rules were recorded for " + state.ifname + " although the mesh is enabled");

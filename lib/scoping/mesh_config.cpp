@@ -26,7 +26,7 @@ constexpr std::size_t kMaxListText = 4096;     // one comma-separated list strin
 constexpr std::uint32_t kMaxId = 4294967294u;  // (uid_t)-1 means "no change" to the kernel
 constexpr int kMaxLockWaitSeconds = 600;
 
-constexpr std::array<std::string_view, 18> kKnownKeys = {
+constexpr std::array<std::string_view, 18> kMeshKeys = {
     "enabled",
     "inboundPort",
     "outboundPort",
@@ -229,7 +229,7 @@ MeshConfig parse_mesh_config(const Json& mesh) {
   MeshConfig cfg;
   cni::ProblemReport first_error;  // throws CniError(InvalidConfig) at the first bad field
   const ConfigReader r(mesh, "$.mesh", "mesh", first_error);
-  r.reject_unknown(kKnownKeys);
+  r.reject_unknown(kMeshKeys);
   assign(cfg.enabled, r.read_bool("enabled"));
   assign(cfg.inbound_port, read_port(r, "inboundPort"));
   assign(cfg.outbound_port, read_port(r, "outboundPort"));

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "cni/error.h"
+#include "scoping/cached_state.h"
 #include "cni/delegate_config.h"
 #include "cni/netconf.h"
 #include "cni/result_codec.h"
@@ -28,10 +29,6 @@ using cni::ErrorCode;
 
 constexpr const char* kScopingKeys[] = {"sourceRouting", "mesh"};
 constexpr std::size_t kMaxDefaultRouteGateways = 2;
-
-[[noreturn]] void bad_state(const std::string& field, const std::string& why) {
-  throw CniError(ErrorCode::Decoding, "invalid cached scoping state: " + field + " " + why);
-}
 
 // Merges `value` (object or null) into out[key], per key; `where` names the config in errors.
 void merge_key(Json& out, const std::string& key, const Json& value, const std::string& where) {
@@ -155,25 +152,28 @@ Json ScopingPlan::to_json() const {
 }
 
 ScopingPlan ScopingPlan::from_json(const Json& j) {
-  if (!j.is_object()) bad_state("plan", "is not an object");
+  if (!j.is_object()) throw_bad_cached_state("scoping", "plan", "is not an object");
   ScopingPlan plan;
   const auto ifname = j.find("ifname");
   if (ifname == j.end() || !ifname->is_string() || !util::is_valid_ifname(ifname->get_ref<const std::string&>()))
-    bad_state("plan.ifname", "is missing or not a valid interface name");
+    throw_bad_cached_state("scoping", "plan.ifname", "is missing or not a valid interface name");
   plan.ifname = ifname->get<std::string>();
   const auto routes = j.find("defaultRoute");
   if (routes != j.end()) {
     if (!routes->is_array() || routes->size() > kMaxDefaultRouteGateways)
-      bad_state("plan.defaultRoute", "is not a list of at most two gateways");
+      throw_bad_cached_state("scoping", "plan.defaultRoute", "is not a list of at most two gateways");
     for (const Json& gw : *routes) {
-      if (!gw.is_string()) bad_state("plan.defaultRoute", "holds something other than a string");
+      if (!gw.is_string())
+        throw_bad_cached_state("scoping", "plan.defaultRoute", "holds something other than a string");
       plan.default_route.push_back(gw.get<std::string>());
     }
   }
   if (const auto none = j.find("noDefaultRoute"); none != j.end()) {
-    if (!none->is_array() || none->size() > 2) bad_state("plan.noDefaultRoute", "is not a list of IP versions");
+    if (!none->is_array() || none->size() > 2)
+      throw_bad_cached_state("scoping", "plan.noDefaultRoute", "is not a list of IP versions");
     for (const Json& v : *none) {
-      if (v != 4 && v != 6) bad_state("plan.noDefaultRoute", "holds something other than 4 or 6");
+      if (v != 4 && v != 6)
+        throw_bad_cached_state("scoping", "plan.noDefaultRoute", "holds something other than 4 or 6");
       plan.no_default_route.push_back(v == 4 ? AF_INET : AF_INET6);
     }
   }
@@ -184,7 +184,7 @@ ScopingPlan ScopingPlan::from_json(const Json& j) {
     plan.mesh_json = mesh.is_null() ? Json::object() : mesh;
     (void)plan_default_routes({{plan.ifname, plan.default_route}});
   } catch (const CniError& e) {
-    bad_state("plan", "does not validate: " + e.msg());
+    throw_bad_cached_state("scoping", "plan", "does not validate: " + e.msg());
   }
   return plan;
 }
@@ -323,7 +323,7 @@ void remove_scoping(ScopingEnv& env, const Json& state, const std::string& ifnam
 std::vector<std::string> check_scoping(ScopingEnv& env, const Json& state) {
   std::vector<std::string> diffs;
   if (state.is_null()) return diffs;
-  if (!state.is_object() || !state.contains("plan")) bad_state("(top level)", "has no plan");
+  if (!state.is_object() || !state.contains("plan")) throw_bad_cached_state("scoping", "(top level)", "has no plan");
   const ScopingPlan plan = ScopingPlan::from_json(state["plan"]);
   if (plan.source_routing.enabled) {
     if (const auto it = state.find("sourceRouting"); it != state.end()) {

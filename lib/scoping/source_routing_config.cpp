@@ -19,7 +19,8 @@ namespace manifold::scoping {
 
 namespace {
 
-constexpr std::array<std::string_view, 5> kKnownKeys = {"enabled", "table", "tableBase", "rulePriority", "gateways"};
+constexpr std::array<std::string_view, 5> kSourceRoutingKeys = {"enabled", "table", "tableBase", "rulePriority",
+                                                                "gateways"};
 
 /// Refuses the kernel's reserved tables (253 default, 254 main, 255 local).
 std::optional<int> checked_table(const cni::ConfigReader& r, std::optional<int> table) {
@@ -65,7 +66,7 @@ SourceRoutingConfig parse_source_routing_config(const Json& sr) {
   SourceRoutingConfig cfg;
   cni::ProblemReport report;  // throws at the first problem
   const cni::ConfigReader r(sr, "$.sourceRouting", "sourceRouting", report);
-  r.reject_unknown(kKnownKeys);
+  r.reject_unknown(kSourceRoutingKeys);
   if (auto v = r.read_bool("enabled")) cfg.enabled = *v;
   if (auto v = checked_table(r, r.read_int("table", 0, INT_MAX))) cfg.table = *v;
   if (auto v = r.read_int("tableBase", 1, INT_MAX)) cfg.table_base = *v;

@@ -14,6 +14,7 @@
 
 #include "cni/error.h"
 #include "store/cache_files.h"
+#include "store/record.h"
 #include "store/record_text.h"
 
 namespace manifold::store {
@@ -21,7 +22,6 @@ namespace manifold::store {
 namespace {
 
 constexpr const char* kTempDirName = ".tmp";
-constexpr std::string_view kEntryExt = ".json";
 constexpr const char* kStateLetters = "abcdefghijklmnopqrstuvwxyz";
 
 // The value of the in-place mark `name` on the entry file `path`: nullopt when it has none (or the

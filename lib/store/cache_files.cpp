@@ -49,12 +49,7 @@ void ensure_dir(const std::filesystem::path& dir) {
 }
 
 void write_all(const util::UniqueFd& fd, std::string_view data, const std::filesystem::path& path) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd.get(), data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw_io("cannot write", path, n < 0 ? errno : EIO);
-    data.remove_prefix(static_cast<size_t>(n));
-  }
+  if (int err = util::write_all(fd.get(), data)) throw_io("cannot write", path, err);
 }
 
 std::optional<std::string> read_bounded(const std::filesystem::path& path, std::size_t max_bytes) {

@@ -14,14 +14,11 @@
 #include <thread>
 
 #include "cni/error.h"
+#include "store/cache_files.h"
 
 namespace manifold::store {
 
 namespace {
-
-[[noreturn]] void throw_io(const std::string& what, const std::filesystem::path& path, int err) {
-  throw cni::CniError(cni::ErrorCode::Io, what + " " + path.string() + ": " + std::strerror(err));
-}
 
 /// True when `fd` is still the file linked at `path` (nobody removed or replaced it meanwhile).
 bool still_linked(const UniqueFd& fd, const std::filesystem::path& path) {

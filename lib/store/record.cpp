@@ -19,7 +19,6 @@ constexpr const char* kFormat = "manifold-cache";
 constexpr int kFormatVersion = 2;
 /// The format of the first layout's `<id>.json` files, still read.
 constexpr int kLegacyFormatVersion = 1;
-constexpr std::string_view kEntryExt = ".json";
 
 [[noreturn]] void throw_corrupt(const std::string& source, const std::string& problem) {
   throw cni::CniError(cni::ErrorCode::Decoding, "corrupt cache file " + source + ": " + problem);

@@ -19,6 +19,9 @@
 
 namespace manifold::store {
 
+/// The file name suffix of every cache entry file, in both layouts.
+inline constexpr std::string_view kEntryExt = ".json";
+
 /// One network attachment of a container.
 struct AttachmentRecord {
   /// Status/display name ("<namespace>/<name>" for NADs).

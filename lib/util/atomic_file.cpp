@@ -30,13 +30,8 @@ constexpr std::size_t kTempSuffixLength = 6;
   throw IoError(what + " " + path + ": " + std::strerror(err));
 }
 
-void write_all(int fd, std::string_view data, const std::string& path) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) io_error("cannot write", path, n < 0 ? errno : EIO);
-    data.remove_prefix(static_cast<size_t>(n));
-  }
+void write_or_throw(int fd, std::string_view data, const std::string& path) {
+  if (int err = write_all(fd, data)) io_error("cannot write", path, err);
 }
 
 // A temp file next to the destination; unlinked unless committed.
@@ -85,7 +80,7 @@ class TempFile {
 
 void write_file_atomic(const std::string& path, std::string_view data, mode_t mode) {
   TempFile tmp(path);
-  write_all(tmp.fd(), data, path);
+  write_or_throw(tmp.fd(), data, path);
   tmp.commit(mode);
 }
 
@@ -102,7 +97,7 @@ void copy_file_atomic(const std::string& src, const std::string& dst, mode_t mod
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) io_error("cannot read", src, errno);
     if (n == 0) break;
-    write_all(tmp.fd(), std::string_view(buf, static_cast<size_t>(n)), dst);
+    write_or_throw(tmp.fd(), std::string_view(buf, static_cast<size_t>(n)), dst);
   }
   tmp.commit(mode);
 }

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <ctime>
 
+#include "util/unique_fd.h"
+
 namespace manifold::util {
 
 namespace {
@@ -22,14 +24,6 @@ const char* level_name(LogLevel l) {
       return "debug";
   }
   return "?";
-}
-
-void write_all(int fd, std::string_view s) {
-  while (!s.empty()) {
-    ssize_t n = ::write(fd, s.data(), s.size());
-    if (n <= 0) return;
-    s.remove_prefix(static_cast<size_t>(n));
-  }
 }
 
 }  // namespace
@@ -81,7 +75,7 @@ void Logger::write(LogLevel level, std::string_view message) {
   line += message;
   line += '\n';
   if (file_) file_->write_line(line);
-  if (to_stderr_ || !file_) write_all(STDERR_FILENO, line);
+  if (to_stderr_ || !file_) (void)write_all(STDERR_FILENO, line);
 }
 
 std::string rfc3339_now() {

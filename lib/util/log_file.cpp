@@ -36,16 +36,6 @@ int open_append(const std::string& path) {
   return ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
 }
 
-bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
-
 // Holds an flock for its lifetime.
 class FlockGuard {
  public:
@@ -301,7 +291,7 @@ void FileLogSink::prune_backups() {
 
 void FileLogSink::write_line(std::string_view line) {
   if (fd_.valid() && policy_.max_size_bytes > 0) rotate_if_needed(line.size());
-  if (!fd_.valid() || !write_all(fd_.get(), line)) {
+  if (!fd_.valid() || write_all(fd_.get(), line) != 0) {
     // Disk full or the file went away: continue on stderr rather than lose lines or fail.
     (void)!::write(STDERR_FILENO, line.data(), line.size());
   }

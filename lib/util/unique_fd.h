@@ -2,6 +2,7 @@
 // temp files, log files). Move-only, closed on destruction, no implicit conversion to int.
 #pragma once
 
+#include <string_view>
 #include <utility>
 
 namespace manifold::util {
@@ -36,5 +37,9 @@ class UniqueFd {
  private:
   int fd_ = -1;
 };
+
+/// Writes all of `data` to `fd`, retrying short writes and EINTR. Returns 0, or the errno of the
+/// write that failed (EIO for a write that wrote nothing).
+int write_all(int fd, std::string_view data);
 
 }  // namespace manifold::util
