@@ -2,10 +2,10 @@
 # Runs manifold's whole test suite on a fresh Debian 12 machine, as root, without a terminal:
 # installs what is missing, builds ASan+UBSan with clang (build/asan, which also holds the libFuzzer
 # targets) and Debug with clang (build/debug, with the static release binary that g++ builds in
-# build/debug/static), runs every unit and integration test against the sanitizer build (any
-# sanitizer report fails the run), fuzzes the parsers, then the tests that need a binary without
-# sanitizers (valgrind, callgrind, the static proof, the benchmark's quick mode) against the Debug
-# build. Everything builds with -Wall -Wextra (clang everything, g++ lib/ and plugin/). Exits
+# build/debug/static), lib/ and plugin/ as unity builds everywhere (MANIFOLD_UNITY), runs every
+# unit and integration test against the sanitizer build (any sanitizer report fails the run),
+# fuzzes the parsers, then the tests that need a binary without sanitizers (valgrind, callgrind,
+# the static proof, the benchmark's quick mode) against the Debug build. Everything builds with -Wall -Wextra (clang everything, g++ lib/ and plugin/). Exits
 # non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -21,23 +21,22 @@ bash test/install-deps.sh
 # Line tables are all the debug information CI needs (file:line in sanitizer, valgrind and gdb
 # stacks); full DWARF costs a fifth of the build time. clang builds the sanitizer tree: it compiles
 # it in about half the time g++ does, and its coverage instrumentation lets the same objects serve
-# the tests and the fuzzers (MANIFOLD_FUZZ). lib/ and plugin/ are unity builds here (MANIFOLD_UNITY):
-# the Debug tree below compiles each of their files on its own.
+# the tests and the fuzzers (MANIFOLD_FUZZ).
 stage "configure + build: ASan/UBSan (build/asan, clang): everything the suite runs, and the fuzz targets"
-cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMANIFOLD_SANITIZE=ON -DMANIFOLD_FUZZ=ON -DMANIFOLD_UNITY=ON \
+cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMANIFOLD_SANITIZE=ON -DMANIFOLD_FUZZ=ON \
   "-DMANIFOLD_GO_CACHE=$PWD/build/go-cache" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_C_FLAGS_DEBUG=-gline-tables-only -DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only \
   -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld
 cmake --build build/asan -j "$jobs" --target all fuzz_all
 
-# The Debug tree compiles every file on its own, without precompiled headers, so a file that
-# forgets an include fails here; its static release sub-build (a unity build, MANIFOLD_UNITY) is
-# g++'s, the compiler the release binary ships from. DWARF 4: valgrind 3.19 cannot read the DWARF 5
-# forms clang 14 writes. Both trees share one Go build cache (MANIFOLD_GO_CACHE), so this tree's
+# The Debug tree's manifold serves valgrind (which cannot run an ASan binary, and reports GCC's -Os
+# code as reading empty std::optionals) and the syscall-counting crash suite; its static release
+# sub-build is g++'s, the compiler the release binary ships from. DWARF 4: valgrind 3.19 cannot read
+# the DWARF 5 forms clang 14 writes. Both trees share one Go build cache (MANIFOLD_GO_CACHE), so this tree's
 # libcni driver is a cache hit.
 stage "configure + build: Debug (build/debug, clang) and the static release binary (build/debug/static, g++)"
-cmake -S . -B build/debug -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMANIFOLD_PCH=OFF "-DMANIFOLD_GO_CACHE=$PWD/build/go-cache" \
+cmake -S . -B build/debug -G Ninja -DCMAKE_BUILD_TYPE=Debug "-DMANIFOLD_GO_CACHE=$PWD/build/go-cache" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   "-DCMAKE_C_FLAGS_DEBUG=-gline-tables-only -gdwarf-4" "-DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only -gdwarf-4" \
   -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DMANIFOLD_STATIC_C_COMPILER=gcc -DMANIFOLD_STATIC_CXX_COMPILER=g++
