@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from harness import ci  # noqa: E402
 from harness.netns import Netns, add_veth, remove_stale_namespaces  # noqa: E402
+from harness.runner import base_env  # noqa: E402
 
 FAKE_SRIOV = os.path.join(os.path.dirname(HERE), "plugins", "fake-sriov")
 VF, VF_PEER = "mfvf0", "mfvf0p"
@@ -62,7 +63,7 @@ class FakeSriovTest(unittest.TestCase):
 
     def cni(self, command, conf, netns=None, ifname="net1"):
         """Runs fake-sriov in the node namespace; returns (exit status, parsed stdout or None)."""
-        env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
+        env = {"PATH": base_env()["PATH"],
                "CNI_COMMAND": command, "CNI_CONTAINERID": CID, "CNI_IFNAME": ifname,
                "CNI_NETNS": self.pod.path if netns is None else netns,
                "CNI_PATH": os.path.dirname(FAKE_SRIOV)}
