@@ -174,7 +174,7 @@ bool TlsConnector::load_deferred_trust() noexcept {
   return trust_loaded_;
 }
 
-int TlsConnector::verify_with_deferred_trust(X509_STORE_CTX* store_ctx, void* arg) {
+int TlsConnector::verify_with_deferred_trust(X509_STORE_CTX* store_ctx, void* arg) noexcept {
   // Reached only when the server presented its certificate: it declined the stored session.
   if (!static_cast<TlsConnector*>(arg)->load_deferred_trust()) return 0;
   return X509_verify_cert(store_ctx);

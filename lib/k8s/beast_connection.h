@@ -135,7 +135,7 @@ class TlsConnector {
   [[noreturn]] void config_error(const std::string& what, const boost::system::error_code& ec) const;
   void load_trust(boost::asio::ssl::context& ctx) const;
   bool load_deferred_trust() noexcept;
-  static int verify_with_deferred_trust(X509_STORE_CTX* store_ctx, void* arg);
+  static int verify_with_deferred_trust(X509_STORE_CTX* store_ctx, void* arg) noexcept;
 
   ClusterAuth auth_;
   ServerUrl url_;

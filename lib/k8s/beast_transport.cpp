@@ -17,6 +17,7 @@
 #include <limits>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http.hpp>
+#include <openssl/crypto.h>
 
 #include "k8s/beast_connection.h"
 #include "k8s/http_wire.h"
@@ -373,5 +374,7 @@ bool BeastTransport::tls_initialized() const { return impl_->connector.initializ
 int BeastTransport::connections_opened() const { return impl_->connector.connections(); }
 
 int BeastTransport::resumed_handshakes() const { return impl_->connector.resumed_handshakes(); }
+
+std::string tls_library_version() { return OpenSSL_version(OPENSSL_VERSION); }
 
 }  // namespace manifold::k8s

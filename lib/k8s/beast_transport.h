@@ -74,4 +74,9 @@ class BeastTransport final : public HttpTransport {
   std::unique_ptr<Impl> impl_;
 };
 
+/// The TLS library this binary runs, as it names itself ("OpenSSL 3.0.20 27 Jan 2026"), for
+/// `manifold version`: in a static binary it is what security advisories must be checked against.
+/// Reads a constant; initialises nothing.
+std::string tls_library_version();
+
 }  // namespace manifold::k8s

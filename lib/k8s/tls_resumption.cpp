@@ -142,22 +142,28 @@ void TlsResumption::handshake_done(SSL* ssl) {
   }
 }
 
-int TlsResumption::on_new_session(SSL* ssl, SSL_SESSION* session) {
-  auto* self = static_cast<TlsResumption*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), resumption_index()));
-  if (self == nullptr || SSL_session_reused(ssl) == 1 || SSL_SESSION_is_resumable(session) != 1) return 0;
-  const int size = i2d_SSL_SESSION(session, nullptr);
-  if (size <= 0) return 0;
-  std::string bytes(static_cast<std::size_t>(size), '\0');
-  auto* out = reinterpret_cast<unsigned char*>(bytes.data());
-  if (i2d_SSL_SESSION(session, &out) != size) return 0;
-  // A copy, not a reference: the connection's own session is marked not resumable if that
-  // connection ends without a TLS shutdown (see offer). OpenSSL keeps its reference (we return 0).
-  std::unique_ptr<SSL_SESSION, SessionFree> copy(SSL_SESSION_dup(session));
-  std::lock_guard lock(self->mu_);
-  if (copy) self->current_ = std::move(copy);
-  self->pending_ = without_peer_certificate(bytes);
-  self->pending_expires_ = expiry_of(session);
-  return 0;
+int TlsResumption::on_new_session(SSL* ssl, SSL_SESSION* session) noexcept {
+  // Called from inside OpenSSL, whose C frames an exception must never cross (the static
+  // binary's OpenSSL has no unwind tables): a session that cannot be kept is simply not kept.
+  try {
+    auto* self = static_cast<TlsResumption*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), resumption_index()));
+    if (self == nullptr || SSL_session_reused(ssl) == 1 || SSL_SESSION_is_resumable(session) != 1) return 0;
+    const int size = i2d_SSL_SESSION(session, nullptr);
+    if (size <= 0) return 0;
+    std::string bytes(static_cast<std::size_t>(size), '\0');
+    auto* out = reinterpret_cast<unsigned char*>(bytes.data());
+    if (i2d_SSL_SESSION(session, &out) != size) return 0;
+    // A copy, not a reference: the connection's own session is marked not resumable if that
+    // connection ends without a TLS shutdown (see offer). OpenSSL keeps its reference (we return 0).
+    std::unique_ptr<SSL_SESSION, SessionFree> copy(SSL_SESSION_dup(session));
+    std::lock_guard lock(self->mu_);
+    if (copy) self->current_ = std::move(copy);
+    self->pending_ = without_peer_certificate(bytes);
+    self->pending_expires_ = expiry_of(session);
+    return 0;
+  } catch (...) {
+    return 0;
+  }
 }
 
 void TlsResumption::persist() {

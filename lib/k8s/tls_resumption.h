@@ -54,7 +54,7 @@ class TlsResumption {
   int resumed() const { return resumed_.load(); }
 
  private:
-  static int on_new_session(SSL* ssl, SSL_SESSION* session);
+  static int on_new_session(SSL* ssl, SSL_SESSION* session) noexcept;
   struct SessionFree {
     void operator()(SSL_SESSION* s) const noexcept { SSL_SESSION_free(s); }
   };

@@ -164,10 +164,13 @@ def nad_path(ns, name):
 class K8sTestCase(ManifoldTestCase):
     """ManifoldTestCase plus the API server double, reachable from the node namespace."""
 
+    # The key type of the double's CA, server and client certificates ("ec": P-256, or "rsa").
+    api_key_type = "ec"
+
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.api = ApiServerDouble(rbac="manifold")
+        cls.api = ApiServerDouble(rbac="manifold", key_type=cls.api_key_type)
         cls.api.start()
         cls.initial_tokens = cls.api.tokens()
         cls.initial_token = cls.api.token
@@ -183,7 +186,7 @@ class K8sTestCase(ManifoldTestCase):
         api.clear_faults()
         api.clear_deny()
         api.set_rbac("manifold")
-        api.set_options(strict_resource_version=True)
+        api.set_options(strict_resource_version=True, tls_max_version="1.3")
         api.set_tokens(self.initial_tokens)
         api.token = self.initial_token
         api.clear_events()

@@ -213,7 +213,7 @@ class DoubleTestCase(unittest.TestCase):
         api.clear_faults()
         api.clear_deny()
         api.set_rbac(None)
-        api.set_options(strict_resource_version=True, disabled_groups=[])
+        api.set_options(strict_resource_version=True, disabled_groups=[], tls_max_version="1.3")
         api.clear_events()
         api.add_pod("default", "web", uid="uid-web", annotations={"existing": "yes"})
         api.clear_requests()
@@ -667,6 +667,22 @@ class LogAndKeepAliveTest(DoubleTestCase):
         entries = self.api.requests()
         self.assertEqual([e["tls_resumed"] for e in entries], [False, True])
         self.assertEqual([c["tls_resumed"] for c in self.api.connections()], [False, True])
+
+    def test_tls_max_version_caps_new_connections(self) -> None:
+        versions = []
+        for cap in ("1.2", "1.3"):
+            self.assertEqual(self.api.set_options(tls_max_version=cap)["tls_max_version"], cap)
+            sock = connect_raw(self.api)
+            try:
+                versions.append(sock.version())
+                send_get(sock, self.api, POD, token=self.api.token)
+                self.assertEqual(int(sock.makefile("rb").readline().split()[1]), 200)
+            finally:
+                sock.close()
+        self.assertEqual(versions, ["TLSv1.2", "TLSv1.3"])
+        self.assertEqual([c["tls_version"] for c in self.api.connections()], versions)
+        with self.assertRaises(AdminError):
+            self.api.set_options(tls_max_version="1.1")
 
     def test_log_records_method_path_query_and_body(self) -> None:
         pod = self.api.get_pod("default", "web")

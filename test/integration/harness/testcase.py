@@ -26,8 +26,12 @@ class ManifoldTestCase(unittest.TestCase):
 
     maxDiff = None
 
+    def plugin_binary(self):
+        """The manifold binary this test drives: MANIFOLD_BIN (a subclass may name another)."""
+        return os.environ["MANIFOLD_BIN"]
+
     def setUp(self):
-        self.manifold_bin = os.environ["MANIFOLD_BIN"]
+        self.manifold_bin = self.plugin_binary()
         self.driver_bin = os.environ["CNI_DRIVER"]
         self._stack = contextlib.ExitStack()
         self.addCleanup(self._stack.close)

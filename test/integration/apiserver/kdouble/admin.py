@@ -12,6 +12,7 @@ from __future__ import annotations
 import http.server
 import json
 import re
+import ssl
 from typing import Any, Callable, Optional
 
 from .access import DenyRule, manifold_rbac
@@ -303,7 +304,11 @@ _OPTION_CHECKS: dict[str, Callable[[Any], bool]] = {
     "watch_history": lambda v: _number(v) and int(v) == v and v >= 0,
     "disabled_groups": lambda v: isinstance(v, list) and all(isinstance(g, str) and g
                                                              for g in v),
+    "tls_max_version": lambda v: v in _TLS_VERSIONS,
 }
+# The newest TLS version the double negotiates: "1.3" (the default) or "1.2", a server that has not
+# enabled TLS 1.3. Applies to connections accepted from then on.
+_TLS_VERSIONS = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}
 
 
 def _set_option(core: Any, key: str, value: Any) -> None:
@@ -316,6 +321,8 @@ def _set_option(core: Any, key: str, value: Any) -> None:
         core.watch_settings.default_timeout = float(value)
     elif key == "disabled_groups":
         core.routes.set_disabled_groups(value)
+    elif key == "tls_max_version":
+        core.ssl_context.maximum_version = _TLS_VERSIONS[value]
     else:
         core.store.set_history_limit(int(value))
 
@@ -325,4 +332,11 @@ def _options(core: Any) -> dict:
             "bookmark_interval": core.watch_settings.bookmark_interval,
             "watch_timeout": core.watch_settings.default_timeout,
             "watch_history": core.store.history_limit(),
-            "disabled_groups": sorted(core.routes.disabled_groups)}
+            "disabled_groups": sorted(core.routes.disabled_groups),
+            "tls_max_version": _tls_max_version(core.ssl_context)}
+
+
+def _tls_max_version(ctx: ssl.SSLContext) -> str:
+    """The option's name for the context's newest version (unset: the newest, "1.3")."""
+    names = {version: name for name, version in _TLS_VERSIONS.items()}
+    return names.get(ctx.maximum_version, "1.3")

@@ -229,7 +229,8 @@ class AdminClient:
                     bookmark_interval: Optional[float] = None,
                     watch_timeout: Optional[float] = None,
                     watch_history: Optional[int] = None,
-                    disabled_groups: Optional[list[str]] = None) -> dict:
+                    disabled_groups: Optional[list[str]] = None,
+                    tls_max_version: Optional[str] = None) -> dict:
         """Changes the options given (None: unchanged) and returns all of them.
         strict_resource_version=False accepts updates without resourceVersion, as the real
         server does for pods (the default, True, answers them with 409); bookmark_interval:
@@ -237,10 +238,13 @@ class AdminClient:
         seconds a watch without timeoutSeconds lasts (0: random 30-60 min, the default);
         watch_history: pod events kept for watches from an older resourceVersion (1000);
         disabled_groups: API groups served as absent (404 on their paths, not in discovery),
-        e.g. ["resource.k8s.io"] for a cluster before 1.34; [] serves them all again."""
+        e.g. ["resource.k8s.io"] for a cluster before 1.34; [] serves them all again;
+        tls_max_version: the newest TLS version new connections negotiate, "1.3" (the default)
+        or "1.2"."""
         given = {"strict_resource_version": strict_resource_version,
                  "bookmark_interval": bookmark_interval, "watch_timeout": watch_timeout,
-                 "watch_history": watch_history, "disabled_groups": disabled_groups}
+                 "watch_history": watch_history, "disabled_groups": disabled_groups,
+                 "tls_max_version": tls_max_version}
         return self._call("PUT", "/admin/options",
                           {k: v for k, v in given.items() if v is not None})
 
