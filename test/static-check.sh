@@ -19,7 +19,7 @@ binary=
 for arg in "$@"; do
   case $arg in
     --build-only) build_only=1 ;;
-    -h|--help) sed -n '2,10p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) binary=$arg ;;
   esac
 done

@@ -13,6 +13,7 @@ resume it; a server whose certificate the configured CA did not sign is refused 
 `manifold version` must name the TLS library and, when CTest says which source tree the binary was
 built from (MANIFOLD_STATIC_OPENSSL_SOURCE), that build.
 """
+import functools
 import os
 import stat
 import subprocess
@@ -26,14 +27,10 @@ from harness import ci, main  # noqa: E402
 from harness.static import expected_tls_build, static_binary  # noqa: E402
 from k8s_case import NETWORKS, K8sTestCase, api_paths  # noqa: E402
 
-_STATIC = []  # the binary, found once per process (building it may take minutes)
-
-
+@functools.lru_cache(maxsize=None)
 def the_static_binary():
-    """The static release binary, looked up (or built) on first use."""
-    if not _STATIC:
-        _STATIC.append(static_binary())
-    return _STATIC[0]
+    """The static release binary, looked up (or built: minutes) once per process."""
+    return static_binary()
 
 
 class StaticTlsEcTest(K8sTestCase):
