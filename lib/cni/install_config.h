@@ -71,9 +71,11 @@ struct KubeconfigSettings {
   bool insecure = false;   ///< insecure-skip-tls-verify (only when no CA is available)
 };
 
-/// Renders the kubeconfig YAML: one cluster (server, certificate-authority file), one user with
-/// tokenFile, one context, current-context set. Never embeds a token. Throws
-/// CniError(InvalidConfig) when the server is not an https URL or a path is empty/relative.
+/// Renders the kubeconfig as JSON (valid YAML, read by kubectl like any kubeconfig, and by
+/// k8s::load_kubeconfig without the YAML scanner): one cluster (server, certificate-authority
+/// file), one user with tokenFile, one context, current-context set. Never embeds a token. Throws
+/// CniError(InvalidConfig) when the server is not an https URL, a path is empty/relative, or a
+/// string is not valid UTF-8.
 std::string render_kubeconfig(const KubeconfigSettings& settings);
 
 }  // namespace manifold::cni

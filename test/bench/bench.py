@@ -512,7 +512,8 @@ class Kube:
         self.api = stack.enter_context(ApiServerDouble(ipv6=False))
         self.api.set_options(strict_resource_version=False)
         self.kubeconfig = os.path.join(world.work, "kubeconfig")
-        self.api.write_kubeconfig(self.kubeconfig, auth="tokenFile")
+        # As `manifold install` (the DaemonSet) writes it: a token file, in JSON.
+        self.api.write_kubeconfig(self.kubeconfig, auth="tokenFile", fmt="json")
         self.token_file = self.kubeconfig + ".token"  # write_kubeconfig's default for tokenFile
         self.nads = 0
         self.replays = 0

@@ -1,11 +1,12 @@
-// Fuzz target: kubeconfig YAML. The input is the kubeconfig file of a FakeFileReader that also
-// holds the files a kubeconfig may reference (CA, client certificate and key, token file), so the
-// relative-path, -data/base64 and PEM checks all run. An accepted configuration is then used the
-// way manifold uses it: an ApiClient is built from it (server URL parsed again) and sends one GET
-// through a FakeHttpTransport (token file read and validated). Checks: only CniError escapes, the
-// server URL of an accepted kubeconfig parses, the CA and insecure flag are never both set, and a
-// bearer token that reaches a request header is a valid one. The input's first two lines also serve
-// as KUBERNETES_SERVICE_HOST/PORT for the in-cluster configuration.
+// Fuzz target: the kubeconfig, YAML or JSON (the form `manifold install` writes; the corpus has
+// both). The input is the kubeconfig file of a FakeFileReader that also holds the files a kubeconfig
+// may reference (CA, client certificate and key, token file), so the relative-path, -data/base64
+// and PEM checks all run. An accepted configuration is then used the way manifold uses it: an
+// ApiClient is built from it (server URL parsed again) and sends one GET through a
+// FakeHttpTransport (token file read and validated). Checks: only CniError escapes, the server URL
+// of an accepted kubeconfig parses, the CA and insecure flag are never both set, and a bearer token
+// that reaches a request header is a valid one. The input's first two lines also serve as
+// KUBERNETES_SERVICE_HOST/PORT for the in-cluster configuration.
 #include <cstddef>
 #include <cstdint>
 #include <optional>

@@ -3,9 +3,10 @@
 double: the exact request sequence of an ADD (2 + distinct NADs, one kept-alive connection, no
 PATCH, events pipelined behind the status PUT) in three round trips (the pod; every NAD at once; the
 status with the events), the status PUT's 409 re-GET and retry, a bounded 429 storm, the
-credentials (token, tokenFile re-read after rotation, client certificate), the pod's identity
-(missing pod, UID mismatch, static pods), and DEL without the API: from the cache with the pod
-deleted or the API down, and from the pod and its NADs when the cache is gone.
+credentials (token, tokenFile re-read after rotation, client certificate; YAML and JSON
+kubeconfigs), the pod's identity (missing pod, UID mismatch, static pods), and DEL without the API:
+from the cache with the pod deleted or the API down, and from the pod and its NADs when the cache
+is gone.
 """
 import json
 import os
@@ -324,6 +325,23 @@ class K8sApiTest(K8sTestCase):
         self.assertEqual(len(api_paths(self.requests())), 2)
         self.assertOk(self.delete())
         self.assertNothingLeft()
+
+    def test_json_kubeconfig_as_manifold_install_writes_it(self):
+        # JSON is YAML's subset; manifold reads it with its JSON parser. Every credential form, with
+        # a decoy context first, must work exactly as from YAML.
+        self.api.add_nad("default", "mac-a", self.macvlan_nad_conf())
+        self.add_pod({NETWORKS: "mac-a"})
+        for variant in ({"auth": "tokenFile", "decoy": True}, {"auth": "cert", "ca": "data", "cert_form": "data"},
+                        {"auth": "token", "namespace": "kube-system"}):
+            self.kubeconfig = self.api.write_kubeconfig(self.tree.path("kubeconfig.json"), fmt="json", **variant)
+            self.write_k8s()
+            self.api.clear_requests()
+            self.assertOk(self.add(), variant)
+            log = self.requests()
+            self.assertEqual({e["auth"] for e in log}, {"cert" if variant["auth"] == "cert" else "token"}, variant)
+            self.assertEqual(len(api_paths(log)), 3, variant)
+            self.assertOk(self.delete(), variant)
+            self.assertNothingLeft()
 
     def test_an_untrusted_server_certificate_is_a_clear_error(self):
         self.api.write_kubeconfig(self.kubeconfig, auth="token")

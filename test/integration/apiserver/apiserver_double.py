@@ -287,13 +287,14 @@ class ApiServerDouble(AdminClient):
                          server: Optional[str] = None, token: Optional[str] = None,
                          token_file: Optional[str] = None, client_cert: Optional[str] = None,
                          client_key: Optional[str] = None, decoy: bool = False,
-                         namespace: Optional[str] = None) -> str:
+                         namespace: Optional[str] = None, fmt: str = "yaml") -> str:
         """Writes a kubeconfig for this double and returns its path.
 
         auth: "token" | "tokenFile" | "cert" | "none"; ca: "file" | "data" | "none" (default
         "file", or "none" when insecure); cert_form: "file" | "data"; server defaults to url;
         tokenFile defaults to <path>.token, written with the current token; decoy adds a
-        non-current context first that must not be used."""
+        non-current context first that must not be used; fmt: "yaml" | "json" (the same
+        document as JSON, the form `manifold install` writes)."""
         if ca is None:
             ca = "none" if insecure else "file"
         if auth == "tokenFile" and token_file is None:
@@ -303,7 +304,7 @@ class ApiServerDouble(AdminClient):
             token=token if token is not None else self.token, token_file=token_file,
             client_cert=client_cert or self.client_cert,
             client_key=client_key or self.client_key, cert_form=cert_form,
-            insecure=insecure, decoy=decoy, namespace=namespace)
+            insecure=insecure, decoy=decoy, namespace=namespace, fmt=fmt)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)

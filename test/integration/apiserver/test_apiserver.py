@@ -800,6 +800,35 @@ class KubeconfigTest(DoubleTestCase):
             with self.assertRaises(ValueError):
                 self.api.write_kubeconfig(path, auth="password")
 
+            # The JSON form is the same document.
+            for variant in ({}, {"auth": "tokenFile", "decoy": True, "namespace": "n"},
+                            {"auth": "cert", "ca": "data", "cert_form": "data", "insecure": True}):
+                yaml_doc = self.api.write_kubeconfig(path, **variant)
+                yaml_text = read_text(yaml_doc)
+                doc = json.loads(read_text(self.api.write_kubeconfig(path, fmt="json", **variant)))
+                self.assertEqual(doc["current-context"], "double")
+                for key in ("server", "certificate-authority", "client-certificate-data", "tokenFile"):
+                    for value in _values(doc, key):
+                        self.assertIn(f"{key}: " + (value if key.endswith("-data") else json.dumps(value)),
+                                      yaml_text, variant)
+                self.assertEqual([c["name"] for c in doc["contexts"]],
+                                 ["decoy", "double"] if variant.get("decoy") else ["double"])
+            with self.assertRaises(ValueError):
+                self.api.write_kubeconfig(path, fmt="toml")
+
+
+def _values(doc, key):
+    """Every value of `key` anywhere in the JSON document `doc`."""
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            if k == key:
+                yield v
+            else:
+                yield from _values(v, key)
+    elif isinstance(doc, list):
+        for item in doc:
+            yield from _values(item, key)
+
 
 class DiscoveryTest(DoubleTestCase):
     """Legacy discovery, generated from the route table."""

@@ -151,25 +151,34 @@ TEST_CASE("the kubeconfig references the token file and CA file", "[cni]") {
   k.ca_file = "/etc/cni/net.d/manifold.d/ca.crt";
   k.token_file = "/etc/cni/net.d/manifold.d/token";
   std::string text = render_kubeconfig(k);
+  // JSON, which is YAML too: what kubectl reads, and what manifold's loader reads without yaml-cpp.
+  Json j = Json::parse(text);
+  CHECK(j["apiVersion"] == "v1");
+  CHECK(j["kind"] == "Config");
+  CHECK(j["current-context"] == "manifold-context");
+  CHECK(j["clusters"][0]["cluster"]["server"] == "https://10.96.0.1:443");
+  CHECK(j["clusters"][0]["cluster"]["certificate-authority"] == k.ca_file);
+  CHECK(j["users"][0]["user"] == Json({{"tokenFile", k.token_file}}));
+  CHECK(j["contexts"][0]["context"]["user"] == "manifold");
+  CHECK(text.find("\"token\"") == std::string::npos);
+  CHECK(text.find("-data") == std::string::npos);
   YAML::Node y = YAML::Load(text);
   CHECK(y["current-context"].as<std::string>() == "manifold-context");
-  CHECK(y["clusters"][0]["cluster"]["server"].as<std::string>() == "https://10.96.0.1:443");
-  CHECK(y["clusters"][0]["cluster"]["certificate-authority"].as<std::string>() == k.ca_file);
   CHECK(y["users"][0]["user"]["tokenFile"].as<std::string>() == k.token_file);
-  CHECK_FALSE(y["users"][0]["user"]["token"]);
-  CHECK(text.find("token:") == std::string::npos);
-  CHECK(text.find("-data") == std::string::npos);
-  CHECK(y["contexts"][0]["context"]["user"].as<std::string>() == "manifold");
 
   k.insecure = true;
   k.ca_file.clear();
-  y = YAML::Load(render_kubeconfig(k));
-  CHECK(y["clusters"][0]["cluster"]["insecure-skip-tls-verify"].as<bool>());
+  j = Json::parse(render_kubeconfig(k));
+  CHECK(j["clusters"][0]["cluster"] == Json({{"server", k.server}, {"insecure-skip-tls-verify", true}}));
+  CHECK(YAML::Load(render_kubeconfig(k))["clusters"][0]["cluster"]["insecure-skip-tls-verify"].as<bool>());
 
   k.token_file = "relative/token";
   CHECK_THROWS_AS(render_kubeconfig(k), CniError);
   k.token_file = "/t";
   k.server = "http://10.0.0.1:80";
+  CHECK_THROWS_AS(render_kubeconfig(k), CniError);
+  k.server = "https://10.0.0.1:443";
+  k.token_file = "/var/run/\xff\xfe/token";  // not UTF-8: refused rather than rewritten
   CHECK_THROWS_AS(render_kubeconfig(k), CniError);
 }
 

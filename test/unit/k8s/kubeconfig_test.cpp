@@ -1,11 +1,15 @@
 // Tests of kubeconfig loading (contexts, clusters, users, files vs -data, tokens, insecure flag,
 // relative paths, malformed and mistyped input), the in-cluster configuration, and the base64 and
-// token helpers. Files come from a FakeFileReader; log output is captured by test::LogCapture.
+// token helpers, and the JSON form (what `manifold install` writes) read exactly like its YAML
+// form. Files come from a FakeFileReader; log output is captured by test::LogCapture.
+#include <yaml-cpp/yaml.h>
+
 #include <catch2/catch.hpp>
 
 #include "cni/error.h"
 #include "k8s/kubeconfig.h"
 #include "log_capture.h"
+#include "util/json.h"
 
 using namespace manifold;
 using namespace manifold::k8s;
@@ -60,6 +64,40 @@ std::string load_error(const std::string& text, util::FakeFileReader& files) {
 std::string load_error(const std::string& text) {
   util::FakeFileReader files;
   return load_error(text, files);
+}
+
+/// The JSON form of a YAML node: maps as objects, sequences as arrays, every scalar as a string.
+Json json_of(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: {
+      Json object = Json::object();
+      for (const auto& entry : node) object[entry.first.as<std::string>()] = json_of(entry.second);
+      return object;
+    }
+    case YAML::NodeType::Sequence: {
+      Json array = Json::array();
+      for (const auto& item : node) array.push_back(json_of(item));
+      return array;
+    }
+    case YAML::NodeType::Scalar:
+      return node.as<std::string>();
+    default:
+      return nullptr;
+  }
+}
+
+/// `yaml` rewritten as a JSON document (indented, as `manifold install` writes it).
+std::string as_json(const std::string& yaml) { return json_of(YAML::Load(yaml)).dump(2) + "\n"; }
+
+/// What loading `text` gives: every field of the result, or the error message.
+std::string outcome(const std::string& text, util::FakeFileReader& files) {
+  try {
+    const ClusterAuth a = load(text, files);
+    return a.server + "|" + a.ca_pem + "|" + (a.insecure_skip_tls_verify ? "insecure" : "verify") + "|" +
+           a.client_cert_pem + "|" + a.client_key_pem + "|" + a.token + "|" + a.token_file;
+  } catch (const cni::CniError& e) {
+    return "error " + std::to_string(e.code()) + ": " + e.msg();
+  }
 }
 
 }  // namespace
@@ -291,6 +329,77 @@ TEST_CASE("kubeconfig: errors never echo token or key contents", "[k8s]") {
       load_error(kubeconfig("    server: https://k8s.example\n",
                             "    client-certificate-data: " + kCertB64 + "\n    client-key-data: " + kCaB64 + "\n"));
   CHECK_THAT(key_msg, !Catch::Contains("BEGIN"));
+}
+
+TEST_CASE("kubeconfig: the JSON form of a kubeconfig reads exactly like its YAML form", "[k8s]") {
+  util::FakeFileReader files;
+  files.add(kDir + "ca.crt", kCa);
+  files.add(kDir + "client.crt", kCert);
+  files.add(kDir + "client.key", kKey);
+  const std::string https = "    server: https://k8s.example:6443\n";
+  const std::vector<std::string> documents = {
+      kubeconfig(https + "    certificate-authority-data: " + kCaB64 + "\n", "    token: abc.def\n"),
+      kubeconfig(https + "    certificate-authority: ca.crt\n", "    tokenFile: secrets/token\n"),
+      kubeconfig(https + "    certificate-authority: ca.crt\n",
+                 "    client-certificate: client.crt\n    client-key: /etc/cni/net.d/manifold.d/client.key\n"),
+      kubeconfig(https, "    client-certificate-data: " + kCertB64 + "\n    client-key-data: " + kKeyB64 + "\n"),
+      kubeconfig(https + "    insecure-skip-tls-verify: true\n", "    token: t\n"),
+      kubeconfig(https + "    insecure-skip-tls-verify: \"false\"\n", "    token: t\n"),
+      kubeconfig(https, "    token: t\n", "other"),
+      kubeconfig(https, "    token: t\n", "missing"),
+      kubeconfig("    server: http://10.0.0.1:8080\n", "    token: t\n"),
+      kubeconfig("    server: {host: x}\n", "    token: t\n"),
+      kubeconfig(https + "    insecure-skip-tls-verify: maybe\n", "    token: t\n"),
+      kubeconfig(https + "    certificate-authority: missing.crt\n", "    token: t\n"),
+      kubeconfig(https, "    token: \"sekrit tok\\nen\"\n"),
+      kubeconfig(https, "    exec: {command: aws}\n    token: t\n"),
+      "current-context: a\ncontexts: {a: b}\n",
+      "current-context: a\ncontexts:\n- just-a-string\n",
+  };
+  for (const std::string& yaml : documents) {
+    const std::string json = as_json(yaml);
+    INFO(json);
+    REQUIRE(json.front() == '{');
+    CHECK(outcome(json, files) == outcome(yaml, files));
+  }
+}
+
+TEST_CASE("kubeconfig: JSON booleans, numbers and null read as the YAML scalars they spell", "[k8s]") {
+  util::FakeFileReader files;
+  Json doc = Json::parse(as_json(kubeconfig("    server: https://k8s.example\n", "    token: t\n")));
+  doc["clusters"][1]["cluster"]["insecure-skip-tls-verify"] = true;
+  CHECK(load(doc.dump(), files).insecure_skip_tls_verify);
+  doc["clusters"][1]["cluster"]["insecure-skip-tls-verify"] = false;
+  CHECK_FALSE(load(doc.dump(), files).insecure_skip_tls_verify);
+  doc["clusters"][1]["cluster"]["insecure-skip-tls-verify"] = 1.5;
+  CHECK_THAT(load_error(doc.dump()), Catch::Contains("insecure-skip-tls-verify must be true or false"));
+  doc["clusters"][1]["cluster"]["insecure-skip-tls-verify"] = nullptr;
+  CHECK_FALSE(load(doc.dump(), files).insecure_skip_tls_verify);
+  doc["clusters"][1]["cluster"]["server"] = 6443;
+  CHECK_THAT(load_error(doc.dump()), Catch::Contains("cluster \"c1\" field server"));
+  doc["current-context"] = nullptr;
+  CHECK_THAT(load_error(doc.dump()), Catch::Contains("current-context"));
+}
+
+TEST_CASE("kubeconfig: text that only starts like JSON is read as YAML", "[k8s]") {
+  util::FakeFileReader files;
+  // A YAML flow mapping, and JSON with a YAML comment after it: not JSON, valid YAML.
+  const std::string flow =
+      "{current-context: m, contexts: [{name: m, context: {cluster: c, user: u}}],"
+      " clusters: [{name: c, cluster: {server: 'https://k8s.example'}}], users: [{name: u, user: {token: t}}]}\n";
+  CHECK(load(flow, files).token == "t");
+  const std::string json = as_json(kubeconfig("    server: https://k8s.example\n", "    token: t\n"));
+  CHECK(load(json + "# written by hand\n", files).token == "t");
+  CHECK(load("\xEF\xBB\xBF\n  " + json, files).token == "t");  // byte order mark and leading space
+  CHECK_THAT(load_error("{\"current-context\": [unclosed\n"), Catch::Contains("is not valid YAML"));
+  CHECK_THAT(load_error("{}"), Catch::Contains("current-context"));
+}
+
+TEST_CASE("kubeconfig: YAML duplicate keys keep the first, complex keys are ignored", "[k8s]") {
+  util::FakeFileReader files;
+  const std::string doc = kubeconfig("    server: https://k8s.example\n", "    token: t\n");
+  CHECK(load("current-context: other\n" + doc, files).server == "https://10.9.9.9:6443");
+  CHECK(load("? [a, b]\n: c\n" + doc, files).server == "https://k8s.example");
 }
 
 TEST_CASE("in-cluster: service host and port with the service account files", "[k8s]") {
