@@ -14,6 +14,10 @@ namespace {
 
 const char* const kVariableName = "must be a variable name (letters, digits, _) or a prefix ending in *";
 
+// A NUL byte in a string of the config ("\u0000" in JSON) would cut a path, a name or a namespace
+// short where it reaches the kernel or libc: manifold would use another file than the one named.
+bool has_nul(const Json& v) { return v.get_ref<const std::string&>().find('\0') != std::string::npos; }
+
 // Stores a value into the MetaConfig member `M` (or the member `I` of member `M`).
 template <auto M>
 void put(MetaConfig& m, const Json& v) {
@@ -247,9 +251,11 @@ void MetaWalk::walk_section(const MetaField& f, const Json& value) {
 bool MetaWalk::check_type(const MetaField& f, const Json& v) const {
   switch (f.type) {
     case MetaType::String:
-      return v.is_string() || bad("must be a string", "must be a string");
+      if (!v.is_string()) return bad("must be a string", "must be a string");
+      return !has_nul(v) || bad("must not contain a NUL byte", "contains a NUL byte");
     case MetaType::NonEmptyString:
       if (!v.is_string()) return bad("must be a non-empty string", "must be a string");
+      if (has_nul(v)) return bad("must not contain a NUL byte", "contains a NUL byte");
       return !v.get_ref<const std::string&>().empty() || bad("must be a non-empty string", "must not be empty");
     case MetaType::Bool:
       return v.is_boolean() || bad("must be a boolean (true or false)", "must be a boolean");
@@ -279,9 +285,11 @@ bool MetaWalk::check_list(const Json& v) const {
   if (!v.is_array()) return bad("must be a list of strings", "must be a list of strings");
   bool ok = true;
   for (std::size_t i = 0; i < v.size(); ++i) {
-    if (v[i].is_string()) continue;
-    at_->report().error(json_path_index(path(), i), "must be a string",
-                        "invalid config: key \"" + at_->name_of(key_) + "\" must be a list of strings");
+    if (v[i].is_string() && !has_nul(v[i])) continue;
+    const bool string = v[i].is_string();
+    at_->report().error(json_path_index(path(), i), string ? "must not contain a NUL byte" : "must be a string",
+                        "invalid config: key \"" + at_->name_of(key_) + "\" " +
+                            (string ? "contains a NUL byte" : "must be a list of strings"));
     ok = false;
   }
   return ok;

@@ -116,9 +116,12 @@ class KubeconfigReader {
   std::optional<std::string> optional_string(const Json& map, const std::string& key, const std::string& where) const {
     const Json* value = member(map, key);
     if (!value) return std::nullopt;
-    if (value->is_string()) return value->get<std::string>();
     if (!value->is_primitive()) fail(field_name(where, key) + " must be a string");
-    return value->dump();
+    if (!value->is_string()) return value->dump();
+    // A NUL byte ("\u0000", YAML's "\0") would cut a file name short: another file would be read.
+    if (value->get_ref<const std::string&>().find('\0') != std::string::npos)
+      fail(field_name(where, key) + " contains a NUL byte");
+    return value->get<std::string>();
   }
 
   std::string require_string(const Json& map, const std::string& key, const std::string& where) const {

@@ -47,6 +47,8 @@ std::string FileRead::reason(std::size_t max_bytes) const {
 }
 
 FileRead try_read_file(const std::string& path, std::size_t max_bytes, bool follow_symlinks) {
+  // open() would stop at a NUL byte and read another file than the one named.
+  if (path.find('\0') != std::string::npos) return failed(ReadFailure::System, EINVAL);
   int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | (follow_symlinks ? 0 : O_NOFOLLOW);
   UniqueFd fd(::open(path.c_str(), flags));
   if (!fd.valid()) {

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Bad input gets the right CNI error code and creates nothing: invalid JSON (6), an unknown
-cniVersion (1), a missing environment variable (4), wrong or empty config (7), a delegate type
-that is a path (7), a delegate binary that does not exist (101), a delegate that prints garbage
-(101) or hangs (101, killed after delegateTimeout). Also VERSION lists all seven spec versions.
-Where no runtime can produce the input (invalid JSON, missing variables, VERSION) the manifold
-binary is run directly; everything else goes through the libcni driver.
+cniVersion (1), a missing environment variable (4), wrong or empty config (7), a NUL byte in a
+path (7), a delegate type that is a path (7), a delegate binary that does not exist (101), a
+delegate that prints garbage (101) or hangs (101, killed after delegateTimeout). Also VERSION
+lists all seven spec versions. Where no runtime can produce the input (invalid JSON, missing
+variables, VERSION) the manifold binary is run directly; everything else goes through the libcni
+driver.
 """
 import os
 import sys
@@ -70,6 +71,21 @@ class CoreBadInputTest(ManifoldTestCase):
                 add = self.driver("add", self.pod.path, container_id=CONTAINER)
                 self.assertCniError(add, ERR_INVALID_CONFIG)
                 self.assertIn(key, add.error["msg"] + add.error.get("details", ""))
+                self.assertNothingLeft()
+
+    def test_nul_byte_in_a_path_is_error_7(self):
+        # A NUL byte ("\\u0000" in the JSON) in cniDir or logFile would cut the path short where it
+        # reaches the kernel: the cache or the log would go to the path before it, not the one named.
+        for key, value in (("cniDir", self.tree.cni_dir + "\0/elsewhere"),
+                           ("logFile", self.tree.log_file + "\0.other")):
+            with self.subTest(key=key):
+                conf = self.manifold_conf("1.0.0", self.standard_delegates())
+                conf[key] = value
+                self.tree.write_conf(conf)
+                add = self.driver("add", self.pod.path, container_id=CONTAINER)
+                self.assertCniError(add, ERR_INVALID_CONFIG)
+                self.assertIn(key, add.error["msg"])
+                self.assertIn("NUL", add.error["msg"])
                 self.assertNothingLeft()
 
     def test_delegate_type_that_is_a_path_is_error_7(self):

@@ -117,6 +117,18 @@ TEST_CASE("wrong types are error 7 naming the key", "[cni]") {
   CHECK_THAT(error_msg(R"({"delegates":{"type":"bridge"}})"), Catch::Contains("\"delegates\""));
 }
 
+TEST_CASE("a NUL byte in any string key is error 7 naming the key", "[cni]") {
+  // "\u0000" would cut a path short where it reaches libc: another file or directory would be used.
+  const std::string d = R"("delegates":[{"type":"bridge"}])";
+  for (const char* key : {"cniDir", "logFile", "kubeconfig", "confDir", "binDir", "agentSocket", "multusNamespace"})
+    CHECK_THAT(error_msg("{" + d + ",\"" + key + R"(":"/var/lib/cni/manifold\u0000/etc"})"),
+               Catch::Contains("\"" + std::string(key) + "\"") && Catch::Contains("NUL"));
+  CHECK_THAT(error_msg("{" + d + R"(,"systemNamespaces":["kube-system","a\u0000b"]})"),
+             Catch::Contains("\"systemNamespaces\"") && Catch::Contains("NUL"));
+  CHECK(parse(R"({"delegates":[{"type":"bridge"}],"cniDir":"/var/lib/cni/manifold"})").cni_dir ==
+        "/var/lib/cni/manifold");
+}
+
 TEST_CASE("delegates must be well-formed", "[cni]") {
   CHECK_THAT(error_msg(R"({"delegates":[]})"), Catch::Contains("at least one delegate"));
   CHECK_THAT(error_msg(R"({})"), Catch::Contains("at least one delegate"));

@@ -395,6 +395,22 @@ TEST_CASE("kubeconfig: text that only starts like JSON is read as YAML", "[k8s]"
   CHECK_THAT(load_error("{}"), Catch::Contains("current-context"));
 }
 
+TEST_CASE("kubeconfig: a NUL byte in a field is an error, in YAML and in JSON", "[k8s]") {
+  util::FakeFileReader files;
+  files.add(kDir + "ca.crt", kCa);
+  for (const std::string& ca : {std::string("\"ca.crt\\0.pem\""), std::string("\"ca.crt\\u0000.pem\"")}) {
+    const std::string yaml =
+        kubeconfig("    server: https://k8s.example\n    certificate-authority: " + ca + "\n", "    token: t\n");
+    if (ca.find("\\u") == std::string::npos) {
+      CHECK_THAT(load_error(yaml, files), Catch::Contains("certificate-authority contains a NUL byte"));
+    } else {
+      CHECK_THAT(load_error(as_json(yaml), files), Catch::Contains("certificate-authority contains a NUL byte"));
+    }
+  }
+  CHECK_THAT(load_error(kubeconfig("    server: https://k8s.example\n", "    tokenFile: \"token\\0x\"\n"), files),
+             Catch::Contains("tokenFile contains a NUL byte"));
+}
+
 TEST_CASE("kubeconfig: YAML duplicate keys keep the first, complex keys are ignored", "[k8s]") {
   util::FakeFileReader files;
   const std::string doc = kubeconfig("    server: https://k8s.example\n", "    token: t\n");

@@ -83,4 +83,10 @@ TEST_CASE("try_read_file says why a read failed, and refuses links only when ask
   FileRead unreadable = try_read_file("/proc/self/mem", 100);
   CHECK(unreadable.failure == ReadFailure::System);
   CHECK(unreadable.error == EIO);
+
+  // A NUL byte would end the name open() sees: "target\0junk" must not read "target".
+  FileRead cut = try_read_file(target + std::string("\0junk", 5), 100);
+  CHECK(cut.failure == ReadFailure::System);
+  CHECK(cut.error == EINVAL);
+  CHECK(cut.data.empty());
 }
