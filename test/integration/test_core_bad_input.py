@@ -35,6 +35,13 @@ class CoreBadInputTest(ManifoldTestCase):
         self.assertIsInstance(run.error["msg"], str)
         self.assertNotEqual(run.error["msg"], "")
 
+    def add_with_key(self, key, value):
+        """An ADD through the driver with the standard config, `key` set to `value`."""
+        conf = self.manifold_conf("1.0.0", self.standard_delegates())
+        conf[key] = value
+        self.tree.write_conf(conf)
+        return self.driver("add", self.pod.path, container_id=CONTAINER)
+
     def test_invalid_json_is_error_6(self):
         for stdin in ('{"cniVersion": "1.0.0", "name": ', "not json at all", "\x00\xff"):
             with self.subTest(stdin=stdin):
@@ -65,10 +72,7 @@ class CoreBadInputTest(ManifoldTestCase):
     def test_wrong_type_for_a_known_key_is_error_7_naming_the_key(self):
         for key, value in (("delegates", "bridge"), ("cniDir", 42), ("logLevel", ["debug"])):
             with self.subTest(key=key):
-                conf = self.manifold_conf("1.0.0", self.standard_delegates())
-                conf[key] = value
-                self.tree.write_conf(conf)
-                add = self.driver("add", self.pod.path, container_id=CONTAINER)
+                add = self.add_with_key(key, value)
                 self.assertCniError(add, ERR_INVALID_CONFIG)
                 self.assertIn(key, add.error["msg"] + add.error.get("details", ""))
                 self.assertNothingLeft()
@@ -79,10 +83,7 @@ class CoreBadInputTest(ManifoldTestCase):
         for key, value in (("cniDir", self.tree.cni_dir + "\0/elsewhere"),
                            ("logFile", self.tree.log_file + "\0.other")):
             with self.subTest(key=key):
-                conf = self.manifold_conf("1.0.0", self.standard_delegates())
-                conf[key] = value
-                self.tree.write_conf(conf)
-                add = self.driver("add", self.pod.path, container_id=CONTAINER)
+                add = self.add_with_key(key, value)
                 self.assertCniError(add, ERR_INVALID_CONFIG)
                 self.assertIn(key, add.error["msg"])
                 self.assertIn("NUL", add.error["msg"])
