@@ -154,7 +154,7 @@ std::vector<RouteSpec> FakeNetOps::do_list_routes(int family, int table) {
   return out;
 }
 
-AddOutcome FakeNetOps::do_add_route(const RouteSpec& route) {
+AddOutcome FakeNetOps::do_add_route(const RouteSpec& route, RouteAddMode mode) {
   const std::string object = to_string(route);
   maybe_fail(FakeOp::AddRoute, "add route", object);
   RouteSpec added = route;
@@ -197,7 +197,9 @@ AddOutcome FakeNetOps::do_add_route(const RouteSpec& route) {
 
   added = route_as_added(added);
   for (const RouteSpec& existing : state_->routes) {
-    if (same_route_identity(existing, added)) return AddOutcome::Exists;
+    const bool same_next_hop = existing.gw == added.gw && existing.ifindex == added.ifindex;
+    if (same_route_identity(existing, added) && (mode == RouteAddMode::Exclusive || same_next_hop))
+      return AddOutcome::Exists;
   }
   state_->routes.push_back(added);
   state_->journal.push_back("add route " + to_string(added));

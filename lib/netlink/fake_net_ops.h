@@ -81,7 +81,7 @@ class FakeNetOps final : public NetOps {
   std::optional<LinkInfo> do_find_link(const std::string& name) override;
   std::vector<AddressInfo> do_list_addresses(int ifindex) override;
   std::vector<RouteSpec> do_list_routes(int family, int table) override;
-  AddOutcome do_add_route(const RouteSpec& route) override;
+  AddOutcome do_add_route(const RouteSpec& route, RouteAddMode mode) override;
   DeleteOutcome do_delete_route(const RouteSpec& route) override;
   std::vector<RuleSpec> do_list_rules(int family) override;
   AddOutcome do_add_rule(const RuleSpec& rule) override;

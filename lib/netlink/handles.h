@@ -48,6 +48,10 @@ using NexthopHandle = std::unique_ptr<rtnl_nexthop, NlDeleter<&rtnl_route_nh_fre
 using RuleHandle = std::unique_ptr<rtnl_rule, NlDeleter<&rtnl_rule_put>>;
 /// Owns one reference to an abstract address (nl_addr_put).
 using NlAddrHandle = std::unique_ptr<nl_addr, NlDeleter<&nl_addr_put>>;
+/// Owns one reference to any libnl object (nl_object_put).
+using ObjectHandle = std::unique_ptr<nl_object, NlDeleter<&nl_object_put>>;
+/// Owns one reference to a set of netlink callbacks (nl_cb_put).
+using CallbacksHandle = std::unique_ptr<nl_cb, NlDeleter<&nl_cb_put>>;
 /// Owns a netlink message (nlmsg_free).
 using MsgHandle = std::unique_ptr<nl_msg, NlDeleter<&nlmsg_free>>;
 

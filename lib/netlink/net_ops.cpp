@@ -48,13 +48,13 @@ std::vector<RouteSpec> NetOps::list_routes(int family, int table) {
   return do_list_routes(family, table);
 }
 
-AddOutcome NetOps::add_route(const RouteSpec& route) {
+AddOutcome NetOps::add_route(const RouteSpec& route, RouteAddMode mode) {
   const RouteSpec r = normalize_route(route);
   if (!r.gw && r.ifindex == 0) {
     throw CniError(ErrorCode::InvalidConfig,
                    "invalid route (" + to_string(r) + "): a route needs a gateway or an interface");
   }
-  const AddOutcome outcome = do_add_route(r);
+  const AddOutcome outcome = do_add_route(r, mode);
   util::log_debug("netlink: add route ", to_string(r), " in ", netns_path(), ": ", to_string(outcome));
   return outcome;
 }

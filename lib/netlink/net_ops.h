@@ -47,11 +47,12 @@ class NetOps {
   /// IPv4/IPv6 addresses of every link (ifindex 0) or of one.
   std::vector<AddressInfo> list_addresses(int ifindex = 0);
 
-  /// Single-path unicast routes of `table` (kAllTables for all) and `family` (AF_UNSPEC for both:
-  /// IPv4 first). Order within a family is unspecified (kernel: trie order; fake: insertion).
+  /// Unicast routes of `table` (kAllTables for all) and `family` (AF_UNSPEC for both: IPv4 first),
+  /// each next hop of an IPv6 multipath route on its own. Order within a family is unspecified
+  /// (kernel: trie order; fake: insertion).
   std::vector<RouteSpec> list_routes(int family, int table = kMainTable);
-  /// Adds a route (NLM_F_EXCL semantics); Exists when one with the same identity is there.
-  [[nodiscard]] AddOutcome add_route(const RouteSpec& route);
+  /// Adds a route; by default Exists when one with the same identity is there (RouteAddMode).
+  [[nodiscard]] AddOutcome add_route(const RouteSpec& route, RouteAddMode mode = RouteAddMode::Exclusive);
   /// Deletes the first route matching `route`; NotFound when there is none.
   [[nodiscard]] DeleteOutcome delete_route(const RouteSpec& route);
 
@@ -83,7 +84,7 @@ class NetOps {
   /// Lists routes; family AF_INET, AF_INET6 or AF_UNSPEC, table >= 0 (kAllTables).
   virtual std::vector<RouteSpec> do_list_routes(int family, int table) = 0;
   /// Adds a normalized route that has a gateway or an interface.
-  virtual AddOutcome do_add_route(const RouteSpec& route) = 0;
+  virtual AddOutcome do_add_route(const RouteSpec& route, RouteAddMode mode) = 0;
   /// Deletes by a normalized pattern.
   virtual DeleteOutcome do_delete_route(const RouteSpec& route) = 0;
   /// Lists rules; family AF_INET, AF_INET6 or AF_UNSPEC.

@@ -1,8 +1,7 @@
 // Implementation of NlSocket: connect, bounded dump retry, error raising. Dump requests are sent
 // with the same fixed headers libnl's own cache refill uses; the answers are parsed by libnl's
-// cache machinery (nl_cache_pickup_checkdup, which also merges IPv6 multipath routes split over
-// several messages). We do not call nl_cache_refill because it restarts interrupted dumps without a
-// bound.
+// cache machinery (nl_cache_pickup_checkdup) or, for dump_all, parsed message by message. We do
+// not call nl_cache_refill because it restarts interrupted dumps without a bound.
 #include "netlink/nl_socket.h"
 
 #include <linux/fib_rules.h>
@@ -73,6 +72,18 @@ int send_dump_request(nl_sock* sock, DumpKind kind, int family) {
   return -NLE_INVAL;
 }
 
+// libnl valid-message callback of dump_all: parses the message into its object and keeps it.
+int keep_parsed_object(nl_msg* msg, void* arg) {
+  const int err = nl_msg_parse(
+      msg,
+      [](nl_object* object, void* out) {
+        nl_object_get(object);
+        static_cast<std::vector<ObjectHandle>*>(out)->emplace_back(object);
+      },
+      arg);
+  return err < 0 && err != -NLE_MSGTYPE_NOSUPPORT ? NL_STOP : NL_OK;
+}
+
 // libnl error callback: records the kernel's errno, then lets libnl map it as usual.
 int record_kernel_errno(sockaddr_nl* /*from*/, nlmsgerr* error, void* arg) {
   *static_cast<int*>(arg) = error->error < 0 ? -error->error : error->error;
@@ -123,6 +134,31 @@ CacheHandle NlSocket::dump(DumpKind kind, int family) {
       return nl_cache_pickup_checkdup(sock, cache.get());
     });
   });
+  finish_dump(result, what);
+  return cache;
+}
+
+std::vector<ObjectHandle> NlSocket::dump_all(DumpKind kind, int family) {
+  const std::string what = dump_name(kind);
+  std::vector<ObjectHandle> objects;
+  const int result = retry_interrupted_dump(kMaxDumpAttempts, [&]() {
+    objects.clear();
+    return request([&](nl_sock* sock) {
+      // A copy of the socket's callbacks (the kernel-errno recorder included) with our parser.
+      const CallbacksHandle own(nl_socket_get_cb(sock));
+      const CallbacksHandle callbacks(nl_cb_clone(own.get()));
+      if (!callbacks) return -NLE_NOMEM;
+      nl_cb_set(callbacks.get(), NL_CB_VALID, NL_CB_CUSTOM, keep_parsed_object, &objects);
+      const int sent = send_dump_request(sock, kind, family);
+      if (sent < 0) return sent;
+      return nl_recvmsgs(sock, callbacks.get());
+    });
+  });
+  finish_dump(result, what);
+  return objects;
+}
+
+void NlSocket::finish_dump(int result, const std::string& what) const {
   if (result == -NLE_DUMP_INTR) {
     throw cni::CniError(cni::ErrorCode::Netlink,
                         "netlink: dump " + what + ": the kernel reported the dump inconsistent " +
@@ -130,7 +166,6 @@ CacheHandle NlSocket::dump(DumpKind kind, int family) {
                         context_);
   }
   if (result < 0) fail("dump", what, result);
-  return cache;
 }
 
 void NlSocket::fail(std::string_view operation, std::string_view object, int nl_error) const {

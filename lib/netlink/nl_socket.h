@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "netlink/handles.h"
 
@@ -57,11 +58,18 @@ class NlSocket {
   /// Dumps every object of `kind` for `family` (AF_UNSPEC, AF_INET, AF_INET6) into a new cache,
   /// retrying interrupted dumps up to kMaxDumpAttempts times. Throws CniError(Netlink).
   CacheHandle dump(DumpKind kind, int family);
+  /// Dumps every object of `kind` for `family` as the kernel sent them, one per message, without
+  /// a cache's merging of objects libnl deems identical (routes of one destination and metric).
+  /// Retries as dump() does. Throws CniError(Netlink).
+  std::vector<ObjectHandle> dump_all(DumpKind kind, int family);
 
   /// Throws netlink_error(operation, object, nl_error, context(), last_kernel_errno()).
   [[noreturn]] void fail(std::string_view operation, std::string_view object, int nl_error) const;
 
  private:
+  // Throws for a dump that failed or stayed interrupted after every attempt.
+  void finish_dump(int result, const std::string& what) const;
+
   SocketHandle sock_;
   std::string context_;
   // Written by libnl's error callback; on the heap so its address survives moves of the socket.

@@ -33,7 +33,9 @@ std::vector<RouteSpec> RealNetOps::do_list_routes(int family, int table) {
   return netlink::list_routes(socket(), family, table);
 }
 
-AddOutcome RealNetOps::do_add_route(const RouteSpec& route) { return netlink::add_route(socket(), route); }
+AddOutcome RealNetOps::do_add_route(const RouteSpec& route, RouteAddMode mode) {
+  return netlink::add_route(socket(), route, mode);
+}
 
 DeleteOutcome RealNetOps::do_delete_route(const RouteSpec& route) { return netlink::delete_route(socket(), route); }
 

@@ -1,11 +1,12 @@
 // Implementation of RouteSpec validation/formatting/JSON, the kernel matching rules, and the libnl
-// route operations (RTM_GETROUTE dump, RTM_NEWROUTE with NLM_F_EXCL, RTM_DELROUTE).
+// route operations (RTM_GETROUTE dump, RTM_NEWROUTE with NLM_F_EXCL or NLM_F_APPEND, RTM_DELROUTE).
 #include "netlink/route.h"
 
 #include <linux/rtnetlink.h>
 #include <sys/socket.h>
 
 #include <climits>
+#include <iterator>
 
 #include "cni/error.h"
 #include "netlink/convert.h"
@@ -67,40 +68,49 @@ std::string scope_name(int scope) {
   }
 }
 
-// Converts one dumped route; nullopt when a RouteSpec cannot describe it faithfully.
-std::optional<RouteSpec> from_nl_route(rtnl_route* route) {
+// Converts one dumped route into one RouteSpec per next hop; empty when RouteSpecs cannot describe
+// it faithfully. An IPv6 multipath route is its next hops: the kernel keeps them as sibling routes
+// (each added, deleted and matched on its own), and only dumps them as one message. An IPv4
+// multipath route is one route with several next hops, which no RouteSpec describes.
+std::vector<RouteSpec> from_nl_route(rtnl_route* route) {
   const int family = rtnl_route_get_family(route);
-  if (!is_ip_family(family) || rtnl_route_get_type(route) != RTN_UNICAST) return std::nullopt;
-  if (rtnl_route_get_tos(route) != 0 || rtnl_route_get_nnexthops(route) != 1) return std::nullopt;
+  const int nexthops = rtnl_route_get_nnexthops(route);
+  if (!is_ip_family(family) || rtnl_route_get_type(route) != RTN_UNICAST) return {};
+  if (rtnl_route_get_tos(route) != 0 || nexthops < 1 || (nexthops > 1 && family != AF_INET6)) return {};
   if (nl_addr* src = rtnl_route_get_src(route); src != nullptr && nl_addr_get_prefixlen(src) != 0) {
-    return std::nullopt;  // IPv6 source-specific route
+    return {};  // IPv6 source-specific route
   }
-  RouteSpec out;
-  out.family = family;
+  RouteSpec common;
+  common.family = family;
   const std::optional<util::IpPrefix> dst = detail::from_nl_addr(rtnl_route_get_dst(route));
-  if (!dst) return std::nullopt;
-  if (dst->prefix_len != 0) out.dst = dst->masked();
-  rtnl_nexthop* nh = rtnl_route_nexthop_n(route, 0);
-  if (nh == nullptr) return std::nullopt;
-  if (nl_addr* gw = rtnl_route_nh_get_gateway(nh); gw != nullptr && nl_addr_get_len(gw) != 0) {
-    const std::optional<util::IpPrefix> ip = detail::from_nl_addr(gw);
-    if (!ip || family_of(ip->address) != family) return std::nullopt;
-    out.gw = ip->address;
-  }
-  out.ifindex = rtnl_route_nh_get_ifindex(nh);
+  if (!dst) return {};
+  if (dst->prefix_len != 0) common.dst = dst->masked();
   if (rtnl_route_get_table(route) > static_cast<uint32_t>(INT_MAX) ||
       rtnl_route_get_priority(route) > static_cast<uint32_t>(INT_MAX)) {
-    return std::nullopt;
+    return {};
   }
-  out.table = static_cast<int>(rtnl_route_get_table(route));
-  out.scope = rtnl_route_get_scope(route);
-  out.protocol = rtnl_route_get_protocol(route);
+  common.table = static_cast<int>(rtnl_route_get_table(route));
+  common.scope = rtnl_route_get_scope(route);
+  common.protocol = rtnl_route_get_protocol(route);
   if (nl_addr* src = rtnl_route_get_pref_src(route); src != nullptr && nl_addr_get_len(src) != 0) {
     const std::optional<util::IpPrefix> ip = detail::from_nl_addr(src);
-    if (!ip || family_of(ip->address) != family) return std::nullopt;
-    out.prefsrc = ip->address;
+    if (!ip || family_of(ip->address) != family) return {};
+    common.prefsrc = ip->address;
   }
-  out.priority = static_cast<int>(rtnl_route_get_priority(route));
+  common.priority = static_cast<int>(rtnl_route_get_priority(route));
+  std::vector<RouteSpec> out;
+  for (int i = 0; i < nexthops; ++i) {
+    rtnl_nexthop* nh = rtnl_route_nexthop_n(route, i);
+    if (nh == nullptr) return {};
+    RouteSpec spec = common;
+    if (nl_addr* gw = rtnl_route_nh_get_gateway(nh); gw != nullptr && nl_addr_get_len(gw) != 0) {
+      const std::optional<util::IpPrefix> ip = detail::from_nl_addr(gw);
+      if (!ip || family_of(ip->address) != family) return {};
+      spec.gw = ip->address;
+    }
+    spec.ifindex = rtnl_route_nh_get_ifindex(nh);
+    out.push_back(std::move(spec));
+  }
   return out;
 }
 
@@ -249,27 +259,29 @@ std::vector<RouteSpec> list_routes(NlSocket& sock, int family, int table) {
   std::vector<RouteSpec> out;
   for (int fam : {AF_INET, AF_INET6}) {
     if (family != AF_UNSPEC && family != fam) continue;
-    CacheHandle cache = sock.dump(DumpKind::Routes, fam);
-    for (nl_object* obj = nl_cache_get_first(cache.get()); obj != nullptr; obj = nl_cache_get_next(obj)) {
-      auto* route = reinterpret_cast<rtnl_route*>(obj);
+    // Not a cache: libnl names a route by family, tos, table, destination and metric only, so a
+    // cache keeps one of several default routes of one metric on different interfaces.
+    for (const ObjectHandle& obj : sock.dump_all(DumpKind::Routes, fam)) {
+      auto* route = reinterpret_cast<rtnl_route*>(obj.get());
       if (table != kAllTables && rtnl_route_get_table(route) != static_cast<uint32_t>(table)) continue;
-      std::optional<RouteSpec> spec = from_nl_route(route);
-      if (!spec) {
+      std::vector<RouteSpec> specs = from_nl_route(route);
+      if (specs.empty()) {
         util::log_debug("netlink: route in table ", rtnl_route_get_table(route),
-                        " is not a single-path unicast route; not listed");
+                        " is not a unicast route of plain next hops; not listed");
         continue;
       }
-      out.push_back(std::move(*spec));
+      std::move(specs.begin(), specs.end(), std::back_inserter(out));
     }
   }
   return out;
 }
 
-AddOutcome add_route(NlSocket& sock, const RouteSpec& route) {
+AddOutcome add_route(NlSocket& sock, const RouteSpec& route, RouteAddMode mode) {
   const RouteSpec r = normalize_route(route);
   if (!r.gw && r.ifindex == 0) invalid(r, "a route needs a gateway or an interface");
   RouteHandle nl_route = build_nl_route(r, false);
-  const int err = sock.request([&](nl_sock* s) { return rtnl_route_add(s, nl_route.get(), NLM_F_EXCL); });
+  const int flags = mode == RouteAddMode::Exclusive ? NLM_F_EXCL : NLM_F_APPEND;
+  const int err = sock.request([&](nl_sock* s) { return rtnl_route_add(s, nl_route.get(), flags); });
   if (err >= 0) return AddOutcome::Added;
   if (is_exists_error(err)) return AddOutcome::Exists;
   sock.fail("add route", to_string(r), err);

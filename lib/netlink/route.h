@@ -52,6 +52,13 @@ inline constexpr int kProtoStatic = 4;
 /// Metric the kernel gives an IPv6 route added with metric 0 (IP6_RT_PRIO_USER).
 inline constexpr int kIpv6DefaultMetric = 1024;
 
+/// How an add treats routes of the same identity (family, table, destination, metric).
+enum class RouteAddMode {
+  Exclusive,  ///< NLM_F_EXCL: Exists when any route of the same identity is there
+  Append,     ///< NLM_F_APPEND: added beside routes of the same identity through other next hops
+              ///< (IPv6: as a multipath sibling); Exists only when this very route is there
+};
+
 /// One single-path unicast route.
 struct RouteSpec {
   int family = 0;                          ///< AF_INET / AF_INET6; 0 = derive from dst, gw or prefsrc
@@ -97,13 +104,13 @@ Json to_json(const RouteSpec& route);
 /// Parses to_json() output strictly (types, ranges, unknown family); throws CniError(Decoding).
 RouteSpec route_from_json(const Json& json);
 
-/// Lists the single-path unicast routes of `table` (kAllTables: every table) for `family`
+/// Lists the unicast routes, one RouteSpec per next hop of an IPv6 multipath route, of `table` (kAllTables: every table) for `family`
 /// (AF_INET, AF_INET6, or AF_UNSPEC for both), in kernel order. Throws CniError(Netlink).
 std::vector<RouteSpec> list_routes(NlSocket& sock, int family, int table);
 
-/// Adds a route with NLM_F_CREATE|NLM_F_EXCL. Needs a gateway or an interface. Exists when a route
-/// with the same identity is already there. Throws CniError(InvalidConfig/Netlink).
-[[nodiscard]] AddOutcome add_route(NlSocket& sock, const RouteSpec& route);
+/// Adds a route (see RouteAddMode). Needs a gateway or an interface. Throws
+/// CniError(InvalidConfig/Netlink).
+[[nodiscard]] AddOutcome add_route(NlSocket& sock, const RouteSpec& route, RouteAddMode mode);
 
 /// Deletes the first route matching `route` (see route_matches). NotFound when there is none or
 /// its interface is gone. Throws CniError(InvalidConfig/Netlink).

@@ -126,7 +126,9 @@ void undo_default_routes(NetOps& ops, const std::vector<DefaultRouteChange>& cha
   for (auto it = changes.rbegin(); it != changes.rend(); ++it) {
     try {
       if (it->added) (void)ops.delete_route(wanted_default_route(it->request, it->ifindex));
-      for (const RouteSpec& route : it->removed) (void)ops.add_route(route);
+      // Appended: the routes removed may share one identity (default routes of one metric on
+      // several interfaces, an IPv6 multipath default), which an exclusive add would refuse.
+      for (const RouteSpec& route : it->removed) (void)ops.add_route(route, RouteAddMode::Append);
     } catch (const CniError& e) {
       util::log_error("default route: undoing the ", family_name(it->request.family), " change on ", it->request.ifname,
                       " failed: ", e.msg());

@@ -7,6 +7,10 @@ network layer, and manifold talks to the Kubernetes API server double (test/inte
   selected gateway; eth0's are gone; the returned (cluster) result and the network-status
   `gateway` lists say so, `default` still marks the cluster network; CHECK passes;
 - only the families asked for move;
+- `"default-route": []` removes the default routes the NAD's own IPAM added too;
+- an ADD rolled back after the default-route step (the status write failed for good) puts back
+  the default routes of the interfaces that outlive it (one there before the ADD, one whose DEL
+  failed and stays recorded) and removes the one it added;
 - the pod's cni-args win over the NAD's keys; a meshed attachment's status entry carries the
   manifold.io/mesh field with its ports;
 - two elements asking for one family, and an interface name with a space or of 16 characters,
@@ -26,7 +30,7 @@ sys.dont_write_bytecode = True
 
 from apiserver_double import ApiServerDouble  # noqa: E402
 from harness import ci, main  # noqa: E402
-from scoping_world import CLUSTER_GW, NET1_GW, ScopingTestCase, cluster_conf, net1_conf  # noqa: E402
+from scoping_world import CLUSTER_GW, NET1_CIDR, NET1_GW, ScopingTestCase, cluster_conf, net1_conf  # noqa: E402
 
 CONTAINER = "ctr-scoping-k8s"
 POD_NS, POD_NAME, POD_UID = "default", "web", "5d1e7a1c-0000-4000-8000-00000000c0de"
@@ -154,6 +158,54 @@ class KubernetesScopingTest(ScopingTestCase):
         self.pod.ip("-6", "route", "add", "default", "via", CLUSTER_GW[6], "dev", "eth0", "metric", "5")
         self.assertCniError(self.verb("check"), 107)
         self.assertOk(self.verb("del"))
+        self.assertNothingLeft()
+
+    def test_an_empty_default_route_removes_the_default_routes_of_the_nads_ipam(self):
+        nad = net1_conf(self.v6)
+        nad["ipam"]["routes"] += [{"dst": "0.0.0.0/0", "gw": NET1_GW[4]}] + (
+            [{"dst": "::/0", "gw": NET1_GW[6]}] if self.v6 else [])
+        self.api.add_nad(POD_NS, "data", nad)
+        self.api.add_pod(POD_NS, POD_NAME, uid=POD_UID,
+                         annotations={NETWORKS: json.dumps([{"name": "data", "default-route": []}])})
+        self.write_manifold("1.0.0", [cluster_conf(self.tree.ipam_dir, self.v6)], kubeconfig=self.kubeconfig)
+        add = self.add()
+        self.assertOk(add)
+        self.assertEqual(self.defaults(4), [])
+        self.assertEqual(self.defaults(6), [])
+        self.assertEqual(self.result_defaults(add.result), [])
+        self.assertEqual([e.get("gateway") for e in self.status()], [None, None])
+        self.assertOk(self.verb("check"))
+        self.assertOk(self.verb("del"))
+        self.assertNothingLeft()
+
+    def test_a_rollback_restores_the_default_routes_of_interfaces_that_outlive_it(self):
+        # pre0 was in the pod before the ADD, with a default route of its own; net1's delegate
+        # fails its DEL, so net1 stays (recorded) after the rollback.
+        self.pod.ip("link", "add", "pre0", "type", "veth", "peer", "name", "pre1")
+        self.pod.ip("addr", "add", "203.0.113.2/24", "dev", "pre0")
+        self.pod.ip("link", "set", "pre0", "up")
+        self.pod.ip("link", "set", "pre1", "up")
+        self.pod.ip("route", "add", "default", "via", "203.0.113.1", "dev", "pre0", "metric", "50")
+        fail_flag = self.tree.path("net1-del-fails")
+        open(fail_flag, "w").close()
+        self.api.add_nad(POD_NS, "data", self.fake_conf("fake-record", name="data", address=NET1_CIDR[4],
+                                                        failOn=["DEL"], failWhile=fail_flag))
+        self.api.add_pod(POD_NS, POD_NAME, uid=POD_UID, annotations={NETWORKS: json.dumps(
+            [{"name": "data", "interface": "net1", "default-route": [NET1_GW[4]]}])})
+        self.write_manifold("1.0.0", [cluster_conf(self.tree.ipam_dir, False)], kubeconfig=self.kubeconfig)
+        self.api.add_fault(path=r"/pods/%s/status$" % POD_NAME, action="status", method="PUT", status=403)
+        add = self.add()
+        self.assertCniError(add, 103)
+        self.assertIsNotNone(self.pod.link("net1"), "net1's DEL failed: it must still be there")
+        self.assertIsNone(self.pod.link("eth0"))
+        # The default-route step had removed pre0's default route and added one via net1: the
+        # rollback put the first back and took the second away.
+        self.assertEqual(self.defaults(4), [("203.0.113.1", "pre0")])
+        self.assertEqual([r["command"] for r in self.tree.records()], ["ADD", "DEL"])
+        self.api.clear_faults()
+        os.unlink(fail_flag)
+        self.assertOk(self.verb("del"))
+        self.pod.ip("link", "del", "pre0")
         self.assertNothingLeft()
 
     def test_conflicting_or_invalid_selections_are_error_7_and_create_nothing(self):

@@ -398,6 +398,29 @@ TEST_CASE("default-route helpers for IPv4 and IPv6", "[netlink][integration]") {
   CHECK(default_routes(ops, AF_INET) == removed);
 }
 
+TEST_CASE("default routes of one metric on two interfaces are listed and deleted one by one",
+          "[netlink][integration]") {
+  // libnl names a route by family, tos, table, destination and priority: a de-duplicating dump
+  // kept one of these (IPv4) or merged them into one multipath route (IPv6), so the other was never
+  // listed, and a pod asking for no default route kept it.
+  SKIP_WITHOUT_NETNS();
+  TestNetns ns;
+  RealNetOps ops(ns.path());
+  ns.ip("route append default via 192.0.2.1 dev mf0");
+  ns.ip("route append default via 198.51.100.1 dev mf1");
+  ns.ip("-6 route append default via 2001:db8:1::1 dev mf0");
+  ns.ip("-6 route append default via 2001:db8:2::1 dev mf1");
+  for (int family : {AF_INET, AF_INET6}) {
+    const std::vector<RouteSpec> listed = default_routes(ops, family);
+    REQUIRE(listed.size() == 2);
+    CHECK(listed[0].ifindex != listed[1].ifindex);
+    CHECK(ops.delete_default_routes(family, 0).size() == 2);
+    CHECK(default_routes(ops, family).empty());
+  }
+  CHECK(ns.ip("route show default").empty());
+  CHECK(ns.ip("-6 route show default").empty());
+}
+
 TEST_CASE("kernel errors map to CniError(Netlink) exactly as the fake maps them", "[netlink][integration]") {
   SKIP_WITHOUT_NETNS();
   TestNetns ns;

@@ -9,6 +9,9 @@ interface and config, and then misbehave in the way their name says. Config keys
   failOn      list of verbs fake-fail fails on (default ["ADD"])
   failCode    CNI error code fake-fail returns (default 11)
   failMsg     message fake-fail returns
+  failWhile   fail (on failOn verbs) only while this path exists (a delegate whose DEL fails
+              until the test lets it succeed); fake-record, too, fails on failOn verbs when the
+              config names them, leaving its interface in place
   pidFile     fake-hang writes its pid here before hanging on ADD
   hangSeconds how long fake-hang hangs (default 120, then it exits 0 without a result)
   address     fake-record: IPv4 CIDR reported (and set on its link) on ADD
@@ -166,7 +169,8 @@ def main(behaviour):
                                      "supportedVersions": ALL_VERSIONS}))
         return 0
     _record(conf, raw)
-    if behaviour == "fail" and command in conf.get("failOn", ["ADD"]):
+    if (behaviour == "fail" or "failOn" in conf) and command in conf.get("failOn", ["ADD"]) and (
+            not conf.get("failWhile") or os.path.exists(conf["failWhile"])):
         _error(conf, int(conf.get("failCode", 11)),
                conf.get("failMsg", "fake-fail: %s refused on purpose" % command))
     if behaviour == "hang" and command != "ADD" and command in conf.get("hangOn", ["ADD"]):

@@ -143,6 +143,25 @@ TEST_CASE("default route: undo restores what apply changed", "[netlink]") {
   CHECK(pod.defaults(AF_INET) == v4);
 }
 
+TEST_CASE("default route: undo restores default routes of one identity on several interfaces", "[netlink]") {
+  // The cluster network and a network whose IPAM adds a default route of the same metric (as the
+  // reference plugins do with ECMP adds): both are removed, and both must come back.
+  Pod pod;
+  RouteSpec net1_default;
+  net1_default.gw = ip("192.168.10.1");
+  net1_default.ifindex = pod.net1;
+  REQUIRE(pod.ops.add_route(net1_default, RouteAddMode::Append) == AddOutcome::Added);
+  REQUIRE(pod.ops.add_route(net1_default, RouteAddMode::Append) == AddOutcome::Exists);
+  const auto v4 = pod.defaults(AF_INET);
+  REQUIRE(v4.size() == 2);
+  const auto changes = apply_default_routes(pod.ops, {{"net1", AF_INET, std::nullopt}});
+  CHECK(pod.defaults(AF_INET).empty());
+  REQUIRE(changes.size() == 1);
+  CHECK(changes[0].removed.size() == 2);
+  undo_default_routes(pod.ops, changes);
+  CHECK(pod.defaults(AF_INET) == v4);
+}
+
 TEST_CASE("default route: CHECK reports a missing or extra default", "[netlink]") {
   Pod pod;
   (void)apply_default_routes(pod.ops, {{"net1", AF_INET, ip("192.168.10.1")}});
