@@ -6,9 +6,9 @@
 
 #include "cni/error.h"
 #include "engine/pod_networks.h"
+#include "http/tls_session_store.h"
 #include "k8s/pod_object.h"
 #include "k8s/selection.h"
-#include "k8s/tls_session_store.h"
 #include "util/log.h"
 
 namespace manifold::agent {
@@ -46,10 +46,10 @@ void Agent::set_health(bool ok, std::string reason) {
 }
 
 std::chrono::milliseconds Agent::backoff(int failures) {
-  k8s::RetryPolicy policy;
+  http::RetryPolicy policy;
   policy.initial_backoff = options_.initial_backoff;
   policy.max_backoff = options_.max_backoff;
-  return k8s::backoff_delay(policy, std::max(failures, 1), jitter_.next());
+  return http::backoff_delay(policy, std::max(failures, 1), jitter_.next());
 }
 
 bool Agent::wait(std::chrono::milliseconds duration) {
@@ -71,7 +71,7 @@ int Agent::run(const std::function<bool()>& stop) {
                     "\" is not a DNS-1123 subdomain (set --node-name or NODE_NAME from the downward API)");
     return 1;
   }
-  std::optional<k8s::ClusterAuth> auth;
+  std::optional<http::ClusterAuth> auth;
   try {
     auth = services_.find_auth(options_.kubeconfig);
   } catch (const cni::CniError& e) {
@@ -82,8 +82,9 @@ int Agent::run(const std::function<bool()>& stop) {
     util::log_error("agent: no Kubernetes credentials (no --kubeconfig and not running in a cluster)");
     return 1;
   }
-  transport_ = services_.open_transport(*auth, k8s::tls_session_dir(options_.cni_dir));
-  api_ = std::make_unique<k8s::ApiClient>(*transport_, *auth, k8s::RetryPolicy{}, *services_.sleeper, *services_.clock);
+  transport_ = services_.open_transport(*auth, http::tls_session_dir(options_.cni_dir));
+  api_ =
+      std::make_unique<k8s::ApiClient>(*transport_, *auth, http::RetryPolicy{}, *services_.sleeper, *services_.clock);
   util::log_verbose("agent: watching the pods of node ", options_.node_name);
   int failures = 0;
   bool listed = false;
@@ -172,7 +173,7 @@ bool Agent::list_and_reconcile() {
 
 Agent::WatchEnd Agent::watch_once() {
   k8s::WatchDecoder decoder;
-  k8s::StreamOptions so;
+  http::StreamOptions so;
   so.open_timeout = options_.open_timeout;
   so.idle_timeout = options_.idle_timeout;
   so.tick = options_.tick;
@@ -182,7 +183,7 @@ Agent::WatchEnd Agent::watch_once() {
   };
   pending_end_ = WatchEnd::Resume;
   try {
-    k8s::StreamEnd end = api_->watch_node_pods(
+    http::StreamEnd end = api_->watch_node_pods(
         options_.node_name, resource_version_, options_.watch_timeout_seconds, so, [&](std::string_view bytes) {
           try {
             for (const k8s::WatchEvent& event : decoder.feed(bytes))
@@ -196,7 +197,7 @@ Agent::WatchEnd Agent::watch_once() {
           return !stop_();
         });
     if (stop_()) return WatchEnd::Stopped;
-    if (end == k8s::StreamEnd::Stopped) return pending_end_;
+    if (end == http::StreamEnd::Stopped) return pending_end_;
     metrics_.watch_restarts_closed.inc();
     set_health(true, "");
     return WatchEnd::Resume;

@@ -19,8 +19,8 @@
 #include "agent/metrics.h"
 #include "agent/reconciler.h"
 #include "engine/services.h"
+#include "http/retry.h"
 #include "k8s/api_client.h"
-#include "k8s/retry.h"
 #include "k8s/watch_stream.h"
 
 namespace manifold::agent {
@@ -80,9 +80,9 @@ class Agent {
   AgentMetrics& metrics_;
   Reconciler reconciler_;
   std::function<bool()> stop_;
-  std::unique_ptr<k8s::HttpTransport> transport_;
+  std::unique_ptr<http::HttpTransport> transport_;
   std::unique_ptr<k8s::ApiClient> api_;
-  k8s::RandomJitter jitter_;
+  http::RandomJitter jitter_;
   std::string resource_version_;
   int counted_requests_ = 0;              ///< requests of api_ already added to the metrics
   std::map<std::string, PodState> pods_;  ///< by pod UID

@@ -239,4 +239,12 @@ AgentMetrics::AgentMetrics(MetricsRegistry& r)
       api_requests(
           r.counter("manifold_agent_api_requests_total", "Requests the agent sent to the Kubernetes API server.")) {}
 
+RelayMetrics::RelayMetrics(MetricsRegistry& registry)
+    : answered_(registry.counter("manifold_agent_relay_exchanges_total",
+                                 "CNI invocations' API exchanges the relay served, by result",
+                                 {{"result", "answered"}})),
+      refused_(registry.counter("manifold_agent_relay_exchanges_total",
+                                "CNI invocations' API exchanges the relay served, by result",
+                                {{"result", "refused"}})) {}
+
 }  // namespace manifold::agent

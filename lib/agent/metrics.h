@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "relay/relay_server.h"
+
 namespace manifold::agent {
 
 /// Label name/value pairs of one metric; their order does not matter (they are kept sorted by name).
@@ -138,6 +140,19 @@ struct AgentMetrics {
   Gauge& pods_tracked;              ///< manifold_agent_pods_tracked
   Gauge& sandboxes_tracked;         ///< manifold_agent_sandboxes_tracked
   Counter& api_requests;            ///< manifold_agent_api_requests_total
+};
+
+/// The relay's counts as metrics: manifold_agent_relay_exchanges_total{result="answered|refused"}.
+class RelayMetrics final : public relay::RelayCounters {
+ public:
+  /// Registers the family (at zero) in `registry`, which must outlive this object.
+  explicit RelayMetrics(MetricsRegistry& registry);
+  void answered() override { answered_.inc(); }
+  void refused() override { refused_.inc(); }
+
+ private:
+  Counter& answered_;
+  Counter& refused_;
 };
 
 }  // namespace manifold::agent

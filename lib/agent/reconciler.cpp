@@ -31,15 +31,15 @@ using cni::CniError;
 using cni::ErrorCode;
 
 /// A view of the reconciler's one API connection, for a KubeAccess that owns its transport.
-class SharedTransport final : public k8s::HttpTransport {
+class SharedTransport final : public http::HttpTransport {
  public:
-  explicit SharedTransport(std::shared_ptr<k8s::HttpTransport> transport) : transport_(std::move(transport)) {}
-  k8s::HttpResponse send(const k8s::HttpRequest& request, std::chrono::milliseconds timeout) override {
+  explicit SharedTransport(std::shared_ptr<http::HttpTransport> transport) : transport_(std::move(transport)) {}
+  http::HttpResponse send(const http::HttpRequest& request, std::chrono::milliseconds timeout) override {
     return transport_->send(request, timeout);
   }
 
  private:
-  std::shared_ptr<k8s::HttpTransport> transport_;
+  std::shared_ptr<http::HttpTransport> transport_;
 };
 
 /// A reconcile step that cannot succeed before the annotation changes.
@@ -199,10 +199,10 @@ Reconciler::Reconciler(const engine::Services& services, ReconcilerOptions optio
     : services_(services), options_(std::move(options)) {
   // One connection for all: a reconcile opens its KubeAccess through this factory, which hands out
   // views of the same transport instead of a new TLS connection each time.
-  services_.open_transport = [this, open = services.open_transport](const k8s::ClusterAuth& auth,
+  services_.open_transport = [this, open = services.open_transport](const http::ClusterAuth& auth,
                                                                     const std::string& session_dir) {
     if (!transport_) transport_ = open(auth, session_dir);
-    return std::unique_ptr<k8s::HttpTransport>(std::make_unique<SharedTransport>(transport_));
+    return std::unique_ptr<http::HttpTransport>(std::make_unique<SharedTransport>(transport_));
   };
   services_.open_relay = nullptr;  // the agent is the relay: its own calls never go through it
 }

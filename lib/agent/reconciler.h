@@ -77,7 +77,7 @@ class Reconciler {
   ReconcilerOptions options_;
   std::unique_ptr<store::Cache> cache_;                ///< opened on first use (cache())
   std::map<store::EntryKey, CachedSandbox> complete_;  ///< complete entries seen, by key
-  std::shared_ptr<k8s::HttpTransport> transport_;      ///< the API connection every reconcile shares
+  std::shared_ptr<http::HttpTransport> transport_;     ///< the API connection every reconcile shares
 };
 
 }  // namespace manifold::agent

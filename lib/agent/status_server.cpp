@@ -27,9 +27,8 @@ namespace {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
-namespace http = beast::http;
 using tcp = asio::ip::tcp;
-using Response = http::response<http::string_body>;
+using Response = beast::http::response<beast::http::string_body>;
 
 constexpr std::size_t kMaxConnections = 16;
 constexpr std::size_t kHeaderLimit = 8 * 1024;
@@ -71,9 +70,9 @@ tcp::endpoint parse_endpoint(const std::string& address, bool allow_non_loopback
   return {ip, static_cast<std::uint16_t>(port)};
 }
 
-Response make_response(http::status status, std::string body, const char* type, bool head) {
+Response make_response(beast::http::status status, std::string body, const char* type, bool head) {
   Response res{status, 11};
-  res.set(http::field::content_type, type);
+  res.set(beast::http::field::content_type, type);
   res.keep_alive(false);
   res.content_length(body.size());
   if (!head) res.body() = std::move(body);
@@ -102,7 +101,7 @@ struct Core {
   void accept();
   void finished();
   void run();
-  Response answer(const http::request<http::string_body>& req);
+  Response answer(const beast::http::request<beast::http::string_body>& req);
 };
 
 /// One connection: read one request, write its answer, close.
@@ -115,27 +114,28 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void start() {
     stream_.expires_after(kDeadline);
-    http::async_read(stream_, buffer_, parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+    beast::http::async_read(stream_, buffer_, parser_,
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
   }
 
  private:
   void on_read(beast::error_code ec) {
     if (!ec) return respond(server_.answer(parser_.get()));
-    bool protocol_error = ec.category() == http::make_error_code(http::error::bad_target).category() &&
-                          ec != http::error::end_of_stream && ec != http::error::partial_message;
+    bool protocol_error = ec.category() == beast::http::make_error_code(beast::http::error::bad_target).category() &&
+                          ec != beast::http::error::end_of_stream && ec != beast::http::error::partial_message;
     if (!protocol_error) return done();  // timeout, reset, or the client went away
-    if (ec == http::error::body_limit)
-      return respond(make_response(http::status::payload_too_large, "request body too large\n", kTextType, false));
-    if (ec == http::error::header_limit)
+    if (ec == beast::http::error::body_limit)
       return respond(
-          make_response(http::status::request_header_fields_too_large, "request header too large\n", kTextType, false));
-    respond(make_response(http::status::bad_request, "bad request: " + ec.message() + "\n", kTextType, false));
+          make_response(beast::http::status::payload_too_large, "request body too large\n", kTextType, false));
+    if (ec == beast::http::error::header_limit)
+      return respond(make_response(beast::http::status::request_header_fields_too_large, "request header too large\n",
+                                   kTextType, false));
+    respond(make_response(beast::http::status::bad_request, "bad request: " + ec.message() + "\n", kTextType, false));
   }
 
   void respond(Response res) {
     response_ = std::move(res);
-    http::async_write(stream_, response_, [self = shared_from_this()](beast::error_code, std::size_t) {
+    beast::http::async_write(stream_, response_, [self = shared_from_this()](beast::error_code, std::size_t) {
       beast::error_code ignored;
       self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
       self->drain();
@@ -161,7 +161,7 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::tcp_stream stream_;
   Core& server_;
   beast::flat_buffer buffer_{kHeaderLimit + kBodyLimit};
-  http::request_parser<http::string_body> parser_;
+  beast::http::request_parser<beast::http::string_body> parser_;
   Response response_;
   char drain_buffer_[512];
   bool done_ = false;
@@ -207,22 +207,22 @@ void Core::run() {
   }
 }
 
-Response Core::answer(const http::request<http::string_body>& req) {
+Response Core::answer(const beast::http::request<beast::http::string_body>& req) {
   std::string_view path = req.target();
   path = path.substr(0, path.find('?'));
   if (path != "/metrics" && path != "/healthz")
-    return make_response(http::status::not_found, "not found\n", kTextType, false);
-  bool head = req.method() == http::verb::head;
-  if (!head && req.method() != http::verb::get) {
-    Response res = make_response(http::status::method_not_allowed, "method not allowed\n", kTextType, false);
-    res.set(http::field::allow, "GET, HEAD");
+    return make_response(beast::http::status::not_found, "not found\n", kTextType, false);
+  bool head = req.method() == beast::http::verb::head;
+  if (!head && req.method() != beast::http::verb::get) {
+    Response res = make_response(beast::http::status::method_not_allowed, "method not allowed\n", kTextType, false);
+    res.set(beast::http::field::allow, "GET, HEAD");
     return res;
   }
   if (path == "/metrics") {
     try {
-      return make_response(http::status::ok, metrics.render(), kMetricsType, head);
+      return make_response(beast::http::status::ok, metrics.render(), kMetricsType, head);
     } catch (const std::exception& e) {
-      return make_response(http::status::internal_server_error, std::string(e.what()) + "\n", kTextType, head);
+      return make_response(beast::http::status::internal_server_error, std::string(e.what()) + "\n", kTextType, head);
     }
   }
   StatusServer::Health h;
@@ -231,9 +231,9 @@ Response Core::answer(const http::request<http::string_body>& req) {
   } catch (const std::exception& e) {
     h = StatusServer::Health{false, std::string("health check failed: ") + e.what()};
   }
-  if (h.ok) return make_response(http::status::ok, "ok\n", kTextType, head);
-  return make_response(http::status::service_unavailable, (h.reason.empty() ? "unhealthy" : h.reason) + "\n", kTextType,
-                       head);
+  if (h.ok) return make_response(beast::http::status::ok, "ok\n", kTextType, head);
+  return make_response(beast::http::status::service_unavailable, (h.reason.empty() ? "unhealthy" : h.reason) + "\n",
+                       kTextType, head);
 }
 
 }  // namespace

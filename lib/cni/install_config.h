@@ -72,7 +72,7 @@ struct KubeconfigSettings {
 };
 
 /// Renders the kubeconfig as JSON (valid YAML, read by kubectl like any kubeconfig, and by
-/// k8s::load_kubeconfig without the YAML scanner): one cluster (server, certificate-authority
+/// http::load_kubeconfig without the YAML scanner): one cluster (server, certificate-authority
 /// file), one user with tokenFile, one context, current-context set. Never embeds a token. Throws
 /// CniError(InvalidConfig) when the server is not an https URL, a path is empty/relative, or a
 /// string is not valid UTF-8.

@@ -3,12 +3,12 @@
 #include "engine/devices.h"
 
 #include "cni/error.h"
-#include "k8s/device_checkpoint.h"
-#include "k8s/device_info.h"
-#include "k8s/dra_devices.h"
-#include "k8s/grpc_call.h"
 #include "k8s/pod_object.h"
-#include "k8s/pod_resources.h"
+#include "kubelet/device_checkpoint.h"
+#include "kubelet/device_info.h"
+#include "kubelet/dra_devices.h"
+#include "kubelet/grpc_call.h"
+#include "kubelet/pod_resources.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -20,7 +20,7 @@ using cni::CniError;
 using cni::ErrorCode;
 
 /// DRA's reads through the invocation's API access (its bounds and request count).
-class KubeDra final : public k8s::DraApi {
+class KubeDra final : public kubelet::DraApi {
  public:
   explicit KubeDra(KubeAccess& kube) : kube_(kube) {}
   Json get_resource_claim(const std::string& ns, const std::string& name) override {
@@ -34,7 +34,7 @@ class KubeDra final : public k8s::DraApi {
   KubeAccess& kube_;
 };
 
-k8s::DeviceTable checkpoint_table(const Services& services, const cni::MetaConfig& config, const Json& pod) {
+kubelet::DeviceTable checkpoint_table(const Services& services, const cni::MetaConfig& config, const Json& pod) {
   const std::string& path = config.kubelet_checkpoint_file;
   if (!services.file_exists(path)) {
     util::log_verbose("no kubelet device checkpoint at ", path, ": no device-plugin devices");
@@ -42,26 +42,26 @@ k8s::DeviceTable checkpoint_table(const Services& services, const cni::MetaConfi
   }
   std::string text;
   try {
-    text = services.files->read(path, k8s::kMaxCheckpointBytes);
+    text = services.files->read(path, kubelet::kMaxCheckpointBytes);
   } catch (const util::FileTooLarge& e) {
     throw CniError(ErrorCode::Decoding, "the kubelet device checkpoint is not one: " + e.msg());
   } catch (const util::IoError& e) {
     throw CniError(ErrorCode::DeviceUnavailable, "cannot read the kubelet device checkpoint: " + e.msg());
   }
-  return k8s::checkpoint_devices(text, path, k8s::pod_metadata_string(pod, "uid"));
+  return kubelet::checkpoint_devices(text, path, k8s::pod_metadata_string(pod, "uid"));
 }
 
 }  // namespace
 
-k8s::DeviceTable kubelet_pod_devices(const Services& services, const cni::MetaConfig& config, const Json& pod) {
+kubelet::DeviceTable kubelet_pod_devices(const Services& services, const cni::MetaConfig& config, const Json& pod) {
   const std::string& socket = config.pod_resources_socket;
   if (!socket.empty() && services.file_exists(socket)) {
     try {
       const std::string answer = services.list_pod_resources(socket, std::chrono::seconds(config.kubelet_timeout_s));
-      return k8s::pod_resources_devices(answer, k8s::pod_metadata_string(pod, "namespace"),
-                                        k8s::pod_metadata_string(pod, "name"));
-    } catch (const k8s::GrpcError& e) {
-      if (e.failure() != k8s::GrpcFailure::Unreachable)
+      return kubelet::pod_resources_devices(answer, k8s::pod_metadata_string(pod, "namespace"),
+                                            k8s::pod_metadata_string(pod, "name"));
+    } catch (const kubelet::GrpcError& e) {
+      if (e.failure() != kubelet::GrpcFailure::Unreachable)
         throw CniError(ErrorCode::DeviceUnavailable,
                        std::string("cannot learn the pod's devices from the kubelet: ") + e.what());
       util::log_warning("the kubelet does not serve PodResources (", e.what(),
@@ -71,13 +71,13 @@ k8s::DeviceTable kubelet_pod_devices(const Services& services, const cni::MetaCo
   return checkpoint_table(services, config, pod);
 }
 
-k8s::DeviceAllocator pod_device_allocator(const Services& services, const cni::MetaConfig& config, KubeAccess& kube,
-                                          const Json& pod) {
-  return k8s::DeviceAllocator([&services, &config, &kube, &pod] {
-    k8s::DeviceTable table = kubelet_pod_devices(services, config, pod);
-    if (k8s::pod_has_resource_claims(pod)) {
+kubelet::DeviceAllocator pod_device_allocator(const Services& services, const cni::MetaConfig& config, KubeAccess& kube,
+                                              const Json& pod) {
+  return kubelet::DeviceAllocator([&services, &config, &kube, &pod] {
+    kubelet::DeviceTable table = kubelet_pod_devices(services, config, pod);
+    if (kubelet::pod_has_resource_claims(pod)) {
       KubeDra dra(kube);
-      k8s::merge_device_tables(table, k8s::dra_pod_devices(pod, dra));
+      kubelet::merge_device_tables(table, kubelet::dra_pod_devices(pod, dra));
     }
     return table;
   });
@@ -85,13 +85,13 @@ k8s::DeviceAllocator pod_device_allocator(const Services& services, const cni::M
 
 void copy_device_info(const Services& services, const cni::MetaConfig& config, const Attachment& a) noexcept {
   if (a.device_info_file.empty() || a.device_id.empty() || !services.file_writer) return;
-  const std::string source = k8s::device_plugin_info_path(config.device_info_dir, a.resource_name, a.device_id);
+  const std::string source = kubelet::device_plugin_info_path(config.device_info_dir, a.resource_name, a.device_id);
   try {
     if (!services.file_exists(source)) {
       util::log_verbose("no device-info file ", source, " for network \"", a.name, "\"");
       return;
     }
-    const Json info = k8s::parse_device_info(services.files->read(source, k8s::kMaxDeviceInfoBytes));
+    const Json info = kubelet::parse_device_info(services.files->read(source, kubelet::kMaxDeviceInfoBytes));
     if (info.is_null()) {
       util::log_warning("device-info file ", source, " of network \"", a.name,
                         "\" is not a device-info object; not passed on");

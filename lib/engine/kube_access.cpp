@@ -4,26 +4,26 @@
 
 #include "cni/error.h"
 #include "engine/services.h"
-#include "k8s/tls_session_store.h"
+#include "http/tls_session_store.h"
 
 namespace manifold::engine {
 namespace {
 
 /// With apiPipelining off: the transport's requests and streams, a batch sent one request at a time
 /// (HttpTransport's default), for proxies in front of the API server that mishandle pipelining.
-class OneAtATime final : public k8s::HttpTransport {
+class OneAtATime final : public http::HttpTransport {
  public:
-  explicit OneAtATime(std::unique_ptr<k8s::HttpTransport> inner) : inner_(std::move(inner)) {}
-  k8s::HttpResponse send(const k8s::HttpRequest& request, std::chrono::milliseconds timeout) override {
+  explicit OneAtATime(std::unique_ptr<http::HttpTransport> inner) : inner_(std::move(inner)) {}
+  http::HttpResponse send(const http::HttpRequest& request, std::chrono::milliseconds timeout) override {
     return inner_->send(request, timeout);
   }
-  k8s::StreamResult stream(const k8s::HttpRequest& request, const k8s::StreamOptions& options,
-                           const std::function<bool(std::string_view)>& on_data) override {
+  http::StreamResult stream(const http::HttpRequest& request, const http::StreamOptions& options,
+                            const std::function<bool(std::string_view)>& on_data) override {
     return inner_->stream(request, options, on_data);
   }
 
  private:
-  std::unique_ptr<k8s::HttpTransport> inner_;
+  std::unique_ptr<http::HttpTransport> inner_;
 };
 
 }  // namespace
@@ -38,7 +38,7 @@ k8s::ApiClient KubeAccess::client() {
   if (!auth_) throw cni::CniError(cni::ErrorCode::Internal, "Kubernetes API used without credentials");
   if (!transport_) {
     auto direct = [this] {
-      auto t = services_.open_transport(*auth_, k8s::tls_session_dir(config_.cni_dir));
+      auto t = services_.open_transport(*auth_, http::tls_session_dir(config_.cni_dir));
       if (!config_.api_pipelining) t = std::make_unique<OneAtATime>(std::move(t));
       return t;
     };
@@ -52,7 +52,7 @@ k8s::ApiClient KubeAccess::client() {
     throw cni::CniError(cni::ErrorCode::Kubernetes,
                         "Kubernetes API calls of this invocation used up their total bound of " +
                             std::to_string(config_.api_lookup_deadline_ms) + " ms (apiTimeouts.total)");
-  k8s::RetryPolicy policy;
+  http::RetryPolicy policy;
   policy.max_attempts = config_.api_attempts;
   policy.request_timeout = std::min(milliseconds(config_.api_request_timeout_ms), left);
   policy.total_deadline = std::min(milliseconds(config_.api_call_deadline_ms), left);

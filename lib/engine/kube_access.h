@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "cni/netconf.h"
+#include "http/http.h"
+#include "http/kubeconfig.h"
+#include "http/retry.h"
 #include "k8s/api_client.h"
-#include "k8s/http.h"
-#include "k8s/kubeconfig.h"
-#include "k8s/retry.h"
 
 namespace manifold::engine {
 
@@ -66,8 +66,8 @@ class KubeAccess {
 
   const Services& services_;
   const cni::MetaConfig& config_;
-  std::optional<k8s::ClusterAuth> auth_;
-  std::unique_ptr<k8s::HttpTransport> transport_;
+  std::optional<http::ClusterAuth> auth_;
+  std::unique_ptr<http::HttpTransport> transport_;
   std::chrono::milliseconds spent_{0};
   int requests_ = 0;
 };

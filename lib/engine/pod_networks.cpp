@@ -7,13 +7,13 @@
 
 #include "cni/conf_files.h"
 #include "cni/error.h"
-#include "k8s/device_info.h"
+#include "engine/nad_resolver.h"
+#include "engine/pod_status.h"
 #include "k8s/isolation.h"
 #include "k8s/nad_config.h"
 #include "k8s/pod_object.h"
 #include "k8s/selection.h"
-#include "engine/nad_resolver.h"
-#include "engine/pod_status.h"
+#include "kubelet/device_info.h"
 #include "util/log.h"
 
 namespace manifold::engine {
@@ -66,14 +66,14 @@ void apply_selection(Attachment& a, const k8s::SelectionElement& e, bool runtime
 
 // Where the delegate of `a` finds (and leaves) its device-info file.
 std::string device_info_path(const cni::MetaConfig& config, const cni::Invocation& inv, const Attachment& a) {
-  return k8s::attachment_info_path(config.device_info_dir, a.name, inv.container_id, a.ifname);
+  return kubelet::attachment_info_path(config.device_info_dir, a.name, inv.container_id, a.ifname);
 }
 
 // Gives a NAD attachment its kubelet-allocated device, when its NAD names a resource. Unless the
 // device is `required` (a DEL rebuilt from the pod must release what it can), a device that cannot
 // be found is logged and the delegate runs without one.
 void apply_device(Attachment& a, const Json& nad, const cni::MetaConfig& config, const cni::Invocation& inv,
-                  k8s::DeviceAllocator& devices, bool required) {
+                  kubelet::DeviceAllocator& devices, bool required) {
   std::string resource = k8s::nad_resource_name(nad);
   if (resource.empty()) return;
   std::string id;
@@ -84,7 +84,7 @@ void apply_device(Attachment& a, const Json& nad, const cni::MetaConfig& config,
     util::log_warning(e.msg(), "; its delegate runs without a device");
     return;
   }
-  k8s::inject_device_id(a.delegate, id);
+  kubelet::inject_device_id(a.delegate, id);
   a.runtime_config["deviceID"] = id;
   a.resource_name = resource;
   a.device_id = id;
@@ -93,7 +93,7 @@ void apply_device(Attachment& a, const Json& nad, const cni::MetaConfig& config,
 
 // The attachment of a fetched NAD for selection element `e`.
 Attachment nad_attachment(const cni::MetaConfig& config, const cni::Invocation& inv, NadResolver& nads, const Json& nad,
-                          const k8s::SelectionElement& e, bool cluster, k8s::DeviceAllocator& devices,
+                          const k8s::SelectionElement& e, bool cluster, kubelet::DeviceAllocator& devices,
                           bool devices_required) {
   Attachment a;
   a.cluster_network = cluster;
@@ -173,7 +173,7 @@ Json fetch_pod(KubeAccess& kube, const cni::PodRef& ref) {
 }
 
 std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, const cni::Invocation& inv,
-                                                KubeAccess& kube, const Json& pod, k8s::DeviceAllocator& devices,
+                                                KubeAccess& kube, const Json& pod, kubelet::DeviceAllocator& devices,
                                                 Resolution mode) {
   auto ref = cni::pod_ref_from(inv.args);
   auto policy = k8s::namespace_policy_from_config(config);
@@ -290,7 +290,7 @@ Attachment resolve_selected_network(const cni::MetaConfig& config, const cni::In
   auto ref = cni::pod_ref_from(inv.args);
   k8s::check_isolation(k8s::namespace_policy_from_config(config), ref.namespace_, element.namespace_);
   NadResolver nads(kube, config);
-  k8s::DeviceAllocator no_devices([]() -> k8s::DeviceTable {
+  kubelet::DeviceAllocator no_devices([]() -> kubelet::DeviceTable {
     throw CniError(ErrorCode::DeviceUnavailable,
                    "a network added to a running pod cannot get a kubelet device: the kubelet allocates devices when "
                    "it admits the pod");

@@ -10,10 +10,10 @@
 
 #include "cni/netconf.h"
 #include "cni/skel.h"
-#include "k8s/device_allocation.h"
-#include "k8s/selection.h"
 #include "engine/attachment.h"
 #include "engine/kube_access.h"
+#include "k8s/selection.h"
+#include "kubelet/device_allocation.h"
 #include "util/json.h"
 
 namespace manifold::engine {
@@ -31,7 +31,7 @@ enum class Resolution {
 
 /// Resolves every attachment of `pod`. `devices` hands out kubelet-allocated device IDs.
 std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, const cni::Invocation& inv,
-                                                KubeAccess& kube, const Json& pod, k8s::DeviceAllocator& devices,
+                                                KubeAccess& kube, const Json& pod, kubelet::DeviceAllocator& devices,
                                                 Resolution mode = Resolution::Strict);
 
 /// The attachment of one element of the pod's networks annotation as ADD resolves it (namespace

@@ -6,13 +6,13 @@
 #include <chrono>
 #include <cstdio>
 
+#include "cni/delegate_config.h"
 #include "cni/error.h"
 #include "cni/result_codec.h"
-#include "cni/delegate_config.h"
 #include "k8s/api_client.h"
-#include "k8s/device_info.h"
 #include "k8s/isolation.h"
 #include "k8s/pod_object.h"
+#include "kubelet/device_info.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -29,7 +29,7 @@ cni::Result result_of(const store::AttachmentRecord& a) {
 Json read_device_info(util::FileReader& files, const std::string& path) {
   if (path.empty()) return Json();
   try {
-    Json j = Json::parse(files.read(path, k8s::kMaxDeviceInfoBytes), nullptr, false);
+    Json j = Json::parse(files.read(path, kubelet::kMaxDeviceInfoBytes), nullptr, false);
     return j.is_discarded() ? Json() : j;
   } catch (const util::IoError&) {
     return Json();
@@ -114,7 +114,7 @@ std::vector<k8s::StatusInput> status_inputs(const store::ContainerRecord& record
     for (const auto& route : r.routes) routes.push_back({route.dst, route.gw});
     in.gateways = k8s::installed_default_gateways(routes, in.ips);
     in.dns = {r.dns.nameservers, r.dns.domain, r.dns.search, r.dns.options};
-    in.device_info = read_device_info(files, a.device_info_file);
+    in.device_info = kubelet::normalize_device_info(read_device_info(files, a.device_info_file));
     in.extra_fields = a.status_fields;
     out.push_back(std::move(in));
   }

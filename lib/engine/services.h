@@ -14,9 +14,9 @@
 
 #include "exec/process.h"
 #include "firewall/runner.h"
-#include "k8s/http.h"
-#include "k8s/kubeconfig.h"
-#include "k8s/retry.h"
+#include "http/http.h"
+#include "http/kubeconfig.h"
+#include "http/retry.h"
 #include "netlink/net_ops.h"
 #include "store/cache.h"
 #include "util/clock.h"
@@ -40,16 +40,16 @@ struct Services {
   /// True if a file exists (readiness indicator).
   std::function<bool(const std::string& path)> file_exists;
   /// Finds Kubernetes credentials: the kubeconfig path (may be ""), else in-cluster; nullopt = none.
-  std::function<std::optional<k8s::ClusterAuth>(const std::string& kubeconfig)> find_auth;
+  std::function<std::optional<http::ClusterAuth>(const std::string& kubeconfig)> find_auth;
   /// Opens the HTTPS transport to the API server (no I/O until the first request), resuming TLS
-  /// sessions stored in the given directory (k8s::tls_session_dir of the cniDir; "" = none).
-  std::function<std::unique_ptr<k8s::HttpTransport>(const k8s::ClusterAuth&, const std::string& tls_session_dir)>
+  /// sessions stored in the given directory (http::tls_session_dir of the cniDir; "" = none).
+  std::function<std::unique_ptr<http::HttpTransport>(const http::ClusterAuth&, const std::string& tls_session_dir)>
       open_transport;
   /// Opens the transport through the node agent's API relay on the given socket, for the API server
   /// of the credentials, with the direct transport (made by the given factory) as its fallback.
   /// Unset: every request goes directly.
-  std::function<std::unique_ptr<k8s::HttpTransport>(const std::string& socket, const k8s::ClusterAuth&,
-                                                    std::function<std::unique_ptr<k8s::HttpTransport>()> direct)>
+  std::function<std::unique_ptr<http::HttpTransport>(const std::string& socket, const http::ClusterAuth&,
+                                                     std::function<std::unique_ptr<http::HttpTransport>()> direct)>
       open_relay;
   /// Sleeps between API retries and while polling for the readiness indicator file.
   std::shared_ptr<util::Sleeper> sleeper;
@@ -60,7 +60,7 @@ struct Services {
   /// Writes and removes the attachments' device-info files. Unset: none are written.
   std::shared_ptr<util::FileWriter> file_writer;
   /// Asks the kubelet's PodResources API on a unix socket for every pod's devices, within a
-  /// timeout: the serialised ListPodResourcesResponse. Throws k8s::GrpcError.
+  /// timeout: the serialised ListPodResourcesResponse. Throws kubelet::GrpcError.
   std::function<std::string(const std::string& socket, std::chrono::milliseconds timeout)> list_pod_resources;
   /// The process's own environment ("K=V"), the base of every delegate's environment.
   std::vector<std::string> environment;

@@ -13,6 +13,9 @@
 #include "util/quote.h"
 
 namespace manifold::k8s {
+
+using std::chrono::milliseconds;
+
 namespace {
 
 /// Deepest nesting accepted in an answer (pods, managedFields included, nest about 20 levels).
@@ -43,7 +46,7 @@ struct ApiClient::LastFailure {
   std::string reason, message, transport_error;
 };
 
-Json ApiClient::decode(const HttpResponse& response, const Call& call) const {
+Json ApiClient::decode(const http::HttpResponse& response, const Call& call) const {
   const std::string what = "Kubernetes API answer to " + call.method + " " + call.describe();
   Json j;
   try {
@@ -68,7 +71,7 @@ Json ApiClient::decode(const HttpResponse& response, const Call& call) const {
   return j;
 }
 
-ApiError ApiClient::unanswered(const Call& call, const LastFailure& last, const RetryBudget& budget) const {
+ApiError ApiClient::unanswered(const Call& call, const LastFailure& last, const http::RetryBudget& budget) const {
   std::string over = " after " + std::to_string(budget.attempts()) + " attempt" + (budget.attempts() == 1 ? "" : "s") +
                      " over " + format_seconds(budget.elapsed());
   std::string why = " (deadline of " + format_seconds(policy_.total_deadline) + " reached)";
@@ -88,9 +91,9 @@ ApiError ApiClient::unanswered(const Call& call, const LastFailure& last, const 
   return ApiError(last.status, last.reason, last.message, std::move(text));
 }
 
-bool ApiClient::judge(const Call& call, const BatchOutcome& answer, int attempt, ApiOutcome& out, LastFailure& last,
-                      std::optional<milliseconds>& retry_after) const {
-  if (const auto* response = std::get_if<HttpResponse>(&answer)) {
+bool ApiClient::judge(const Call& call, const http::BatchOutcome& answer, int attempt, ApiOutcome& out,
+                      LastFailure& last, std::optional<milliseconds>& retry_after) const {
+  if (const auto* response = std::get_if<http::HttpResponse>(&answer)) {
     if (response->status >= 200 && response->status < 300) {
       try {
         if (!call.kind.empty()) out.object = decode(*response, call);
@@ -100,18 +103,18 @@ bool ApiClient::judge(const Call& call, const BatchOutcome& answer, int attempt,
       return false;
     }
     ApiError error = error_for_response(call, *response);
-    if (!is_retryable_status(response->status)) {
+    if (!http::is_retryable_status(response->status)) {
       out.error = std::make_exception_ptr(std::move(error));
       return false;
     }
     last = {response->status, error.reason(), error.api_message(), {}};
-    if (auto after = parse_retry_after(response->header("Retry-After")))
+    if (auto after = http::parse_retry_after(response->header("Retry-After")))
       retry_after = std::max(retry_after.value_or(milliseconds(0)), *after);
     util::log_verbose("Kubernetes API ", call.method, " ", call.describe(), ": attempt ", attempt, " answered HTTP ",
                       response->status);
     return true;
   }
-  const auto& e = std::get<TransportError>(answer);
+  const auto& e = std::get<http::TransportError>(answer);
   if (!e.retryable()) {
     out.error = std::make_exception_ptr(
         ApiError(0, "", "", "Kubernetes API " + call.method + " " + call.describe() + " failed: " + e.msg()));
@@ -123,7 +126,7 @@ bool ApiClient::judge(const Call& call, const BatchOutcome& answer, int attempt,
 }
 
 std::vector<ApiOutcome> ApiClient::run(std::vector<Call> calls) {
-  std::vector<HttpRequest> requests;
+  std::vector<http::HttpRequest> requests;
   for (auto& call : calls) {
     requests.push_back({call.method, base_path_ + call.path, {}, std::move(call.body)});
     add_headers(requests.back());
@@ -132,14 +135,14 @@ std::vector<ApiOutcome> ApiClient::run(std::vector<Call> calls) {
   std::vector<LastFailure> last(calls.size());
   std::vector<std::size_t> pending(calls.size());
   for (std::size_t i = 0; i < pending.size(); ++i) pending[i] = i;
-  RetryBudget budget(policy_, clock_, jitter_);
+  http::RetryBudget budget(policy_, clock_, jitter_);
   while (!pending.empty()) {
     std::optional<milliseconds> timeout = budget.begin_attempt();
     if (!timeout) break;
-    std::vector<HttpRequest> batch;
+    std::vector<http::HttpRequest> batch;
     for (std::size_t i : pending) batch.push_back(requests[i]);
     requests_ += static_cast<int>(batch.size());
-    std::vector<BatchOutcome> answers = transport_.send_batch(batch, *timeout);
+    std::vector<http::BatchOutcome> answers = transport_.send_batch(batch, *timeout);
     if (answers.size() != batch.size())
       throw cni::CniError(cni::ErrorCode::Internal, "the HTTP transport answered " + std::to_string(answers.size()) +
                                                         " of a batch of " + std::to_string(batch.size()) + " requests");

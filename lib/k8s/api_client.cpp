@@ -20,7 +20,7 @@ constexpr std::size_t kMaxServerMessage = 1024;
 /// Quotes untrusted text for a message: printable ASCII kept, everything else escaped, truncated.
 std::string quote(std::string_view text) { return util::quote_bytes(text, 80); }
 
-std::string trim(std::string_view s) {
+std::string trim_token(std::string_view s) {
   const char* ws = " \t\r\n";
   std::size_t b = s.find_first_not_of(ws);
   if (b == std::string_view::npos) return {};
@@ -32,24 +32,24 @@ std::string user_agent() { return std::string("manifold/") + MANIFOLD_VERSION; }
 
 }  // namespace
 
-ApiClient::ApiClient(HttpTransport& transport, ClusterAuth auth, RetryPolicy policy, util::Sleeper& sleeper,
-                     util::Clock& clock)
+ApiClient::ApiClient(http::HttpTransport& transport, http::ClusterAuth auth, http::RetryPolicy policy,
+                     util::Sleeper& sleeper, util::Clock& clock)
     : own_files_(std::make_unique<util::RealFileReader>()),
-      own_jitter_(std::make_unique<RandomJitter>()),
+      own_jitter_(std::make_unique<http::RandomJitter>()),
       transport_(transport),
       auth_(std::move(auth)),
-      base_path_(parse_server_url(auth_.server).base_path),
+      base_path_(http::parse_server_url(auth_.server).base_path),
       policy_(policy),
       sleeper_(sleeper),
       clock_(clock),
       files_(*own_files_),
       jitter_(*own_jitter_) {}
 
-ApiClient::ApiClient(HttpTransport& transport, ClusterAuth auth, RetryPolicy policy, util::Sleeper& sleeper,
-                     util::Clock& clock, util::FileReader& files, JitterSource& jitter)
+ApiClient::ApiClient(http::HttpTransport& transport, http::ClusterAuth auth, http::RetryPolicy policy,
+                     util::Sleeper& sleeper, util::Clock& clock, util::FileReader& files, http::JitterSource& jitter)
     : transport_(transport),
       auth_(std::move(auth)),
-      base_path_(parse_server_url(auth_.server).base_path),
+      base_path_(http::parse_server_url(auth_.server).base_path),
       policy_(policy),
       sleeper_(sleeper),
       clock_(clock),
@@ -225,20 +225,20 @@ Json ApiClient::list_node_pods(const std::string& node) {
   return list;
 }
 
-StreamEnd ApiClient::watch_node_pods(const std::string& node, const std::string& resource_version, int timeout_seconds,
-                                     const StreamOptions& options,
-                                     const std::function<bool(std::string_view)>& on_data) {
+http::StreamEnd ApiClient::watch_node_pods(const std::string& node, const std::string& resource_version,
+                                           int timeout_seconds, const http::StreamOptions& options,
+                                           const std::function<bool(std::string_view)>& on_data) {
   std::string path = "/api/v1/pods?" + node_selector(node) +
                      "&watch=1&allowWatchBookmarks=true&timeoutSeconds=" + std::to_string(timeout_seconds);
   if (!resource_version.empty()) path += "&resourceVersion=" + query_value(resource_version);
   Call t{"pods", "", "", path, "WATCH", {}, {}, false};
-  HttpRequest request{"GET", base_path_ + path, {}, {}};
+  http::HttpRequest request{"GET", base_path_ + path, {}, {}};
   add_headers(request);
   ++requests_;
-  StreamResult result;
+  http::StreamResult result;
   try {
     result = transport_.stream(request, options, on_data);
-  } catch (const TransportError& e) {
+  } catch (const http::TransportError& e) {
     throw ApiError(0, "", "", "Kubernetes API WATCH " + t.describe() + " failed: " + e.msg());
   }
   if (result.head.status < 200 || result.head.status >= 300) throw error_for_response(t, result.head);
@@ -251,16 +251,16 @@ Json ApiClient::call_for_object(Call call) {
   return std::move(run(std::move(calls)).front()).take();
 }
 
-std::string read_bearer_token(const ClusterAuth& auth, util::FileReader& files) {
+std::string read_bearer_token(const http::ClusterAuth& auth, util::FileReader& files) {
   std::string token = auth.token;
   if (!auth.token_file.empty()) {
     try {
       try {
-        token = trim(files.read(auth.token_file, kMaxTokenFileBytes));
+        token = trim_token(files.read(auth.token_file, kMaxTokenFileBytes));
       } catch (const util::IoError& e) {
         throw cni::CniError(cni::ErrorCode::Io, e.msg());
       }
-      if (!is_valid_bearer_token(token))
+      if (!http::is_valid_bearer_token(token))
         throw cni::CniError(cni::ErrorCode::InvalidConfig,
                             "Kubernetes bearer token file " + auth.token_file +
                                 " is empty or contains whitespace, control or non-ASCII characters");
@@ -295,7 +295,7 @@ std::string ApiClient::sanitize(std::string_view server_text) const {
   return out;
 }
 
-ApiError ApiClient::error_for_response(const Call& target, const HttpResponse& response) const {
+ApiError ApiClient::error_for_response(const Call& target, const http::HttpResponse& response) const {
   const std::string& method = target.method;
   std::optional<ApiStatus> status = parse_status(response.body);
   std::string reason =
@@ -314,7 +314,7 @@ ApiError ApiClient::error_for_response(const Call& target, const HttpResponse& r
   return ApiError(response.status, std::move(reason), std::move(message), std::move(text));
 }
 
-void ApiClient::add_headers(HttpRequest& request) {
+void ApiClient::add_headers(http::HttpRequest& request) {
   const std::string& token = bearer_token();
   if (!token.empty()) request.headers.emplace_back("Authorization", "Bearer " + token);
   request.headers.emplace_back("Accept", "application/json");

@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "cni/error.h"
+#include "http/http.h"
+#include "http/kubeconfig.h"
+#include "http/retry.h"
 #include "k8s/api_status.h"
-#include "k8s/http.h"
-#include "k8s/kubeconfig.h"
-#include "k8s/retry.h"
 #include "util/clock.h"
 #include "util/file_reader.h"
 #include "util/json.h"
@@ -45,16 +45,17 @@ struct ApiOutcome {
 /// so a rotated token is used at once; an unreadable file falls back to the static token with a
 /// warning), else the static token. Throws CniError(InvalidConfig) when the file is unusable and
 /// there is no static token.
-std::string read_bearer_token(const ClusterAuth& auth, util::FileReader& files);
+std::string read_bearer_token(const http::ClusterAuth& auth, util::FileReader& files);
 
 /// Client for the few API calls manifold makes. One instance per invocation; not thread-safe.
 class ApiClient {
  public:
   /// Uses the real file system (for token_file) and a random jitter source.
-  ApiClient(HttpTransport& transport, ClusterAuth auth, RetryPolicy policy, util::Sleeper& sleeper, util::Clock& clock);
+  ApiClient(http::HttpTransport& transport, http::ClusterAuth auth, http::RetryPolicy policy, util::Sleeper& sleeper,
+            util::Clock& clock);
   /// Fully injected variant for tests.
-  ApiClient(HttpTransport& transport, ClusterAuth auth, RetryPolicy policy, util::Sleeper& sleeper, util::Clock& clock,
-            util::FileReader& files, JitterSource& jitter);
+  ApiClient(http::HttpTransport& transport, http::ClusterAuth auth, http::RetryPolicy policy, util::Sleeper& sleeper,
+            util::Clock& clock, util::FileReader& files, http::JitterSource& jitter);
 
   /// GET /api/v1/namespaces/{ns}/pods/{name}.
   Json get_pod(const std::string& ns, const std::string& name);
@@ -93,8 +94,9 @@ class ApiClient {
   /// `timeout_seconds`: one attempt (the caller's loop decides when to try again). The body is
   /// handed to `on_data` as it arrives. Throws ApiError for an answer outside 2xx (410 when the
   /// version is too old) and TransportError when the connection fails.
-  StreamEnd watch_node_pods(const std::string& node, const std::string& resource_version, int timeout_seconds,
-                            const StreamOptions& options, const std::function<bool(std::string_view)>& on_data);
+  http::StreamEnd watch_node_pods(const std::string& node, const std::string& resource_version, int timeout_seconds,
+                                  const http::StreamOptions& options,
+                                  const std::function<bool(std::string_view)>& on_data);
   /// HTTP requests sent so far (every attempt counts, retries included).
   int requests_made() const { return requests_; }
   /// One validated API call: the object's location (described in messages), what is sent, what the
@@ -115,26 +117,26 @@ class ApiClient {
  private:
   struct LastFailure;
   Json call_for_object(Call call);
-  bool judge(const Call& call, const BatchOutcome& answer, int attempt, ApiOutcome& out, LastFailure& last,
-             std::optional<milliseconds>& retry_after) const;
+  bool judge(const Call& call, const http::BatchOutcome& answer, int attempt, ApiOutcome& out, LastFailure& last,
+             std::optional<std::chrono::milliseconds>& retry_after) const;
   std::vector<ApiOutcome> run(std::vector<Call> calls);
-  Json decode(const HttpResponse& response, const Call& call) const;
-  ApiError unanswered(const Call& call, const LastFailure& last, const RetryBudget& budget) const;
-  void add_headers(HttpRequest& request);
+  Json decode(const http::HttpResponse& response, const Call& call) const;
+  ApiError unanswered(const Call& call, const LastFailure& last, const http::RetryBudget& budget) const;
+  void add_headers(http::HttpRequest& request);
   const std::string& bearer_token();
   std::string sanitize(std::string_view server_text) const;
-  ApiError error_for_response(const Call& call, const HttpResponse& response) const;
+  ApiError error_for_response(const Call& call, const http::HttpResponse& response) const;
 
   std::unique_ptr<util::FileReader> own_files_;
-  std::unique_ptr<JitterSource> own_jitter_;
-  HttpTransport& transport_;
-  ClusterAuth auth_;
+  std::unique_ptr<http::JitterSource> own_jitter_;
+  http::HttpTransport& transport_;
+  http::ClusterAuth auth_;
   std::string base_path_;
-  RetryPolicy policy_;
+  http::RetryPolicy policy_;
   util::Sleeper& sleeper_;
   util::Clock& clock_;
   util::FileReader& files_;
-  JitterSource& jitter_;
+  http::JitterSource& jitter_;
   std::optional<std::string> token_;
   int requests_ = 0;
 };

@@ -9,7 +9,6 @@
 #include <map>
 
 #include "cni/error.h"
-#include "k8s/device_info.h"
 #include "k8s/go_json.h"
 #include "util/ip.h"
 
@@ -42,7 +41,7 @@ bool is_reserved_key(const std::string& key) {
   return std::any_of(kKeys.begin(), kKeys.end(), [&](const char* k) { return key == k; });
 }
 
-Json to_json(const Entry& e, const StatusInput& in, const Json& device_info, const std::vector<std::string>& gateways) {
+Json to_json(const Entry& e, const StatusInput& in, const std::vector<std::string>& gateways) {
   Json out = Json::object();
   out["name"] = in.name;
   if (!e.interface.empty()) out["interface"] = e.interface;
@@ -51,7 +50,7 @@ Json to_json(const Entry& e, const StatusInput& in, const Json& device_info, con
   if (e.mtu != 0) out["mtu"] = e.mtu;
   if (e.is_default) out["default"] = true;
   out["dns"] = dns_json(in.dns);
-  if (!device_info.is_null()) out["device-info"] = device_info;
+  if (!in.device_info.is_null()) out["device-info"] = in.device_info;
   if (!gateways.empty()) out["gateway"] = gateways;
   if (in.extra_fields.is_object()) {
     for (const auto& [key, value] : in.extra_fields.items()) {
@@ -152,14 +151,13 @@ std::string render_network_status(const std::vector<StatusInput>& attachments) {
   std::string out = "[";
   bool first = true;
   for (const StatusInput& in : attachments) {
-    const Json device_info = normalize_device_info(in.device_info);
     std::vector<std::string> gateways;
     gateways.reserve(in.gateways.size());
     for (const std::string& gw : in.gateways) gateways.push_back(go_ip_string(gw));
     for (const Entry& e : entries_for(in)) {
       if (!first) out += ',';
       first = false;
-      out += go_marshal_indent(to_json(e, in, device_info, gateways));
+      out += go_marshal_indent(to_json(e, in, gateways));
     }
   }
   out += ']';

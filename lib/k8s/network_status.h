@@ -56,7 +56,7 @@ struct StatusInput {
   std::vector<StatusIp> ips;
   std::vector<std::string> gateways;  ///< default-route gateways actually installed
   StatusDns dns;
-  Json device_info;              ///< content of the device-info file, null when none
+  Json device_info;              ///< the device-info file as Multus decodes it (kubelet/device_info.h), null when none
   std::string ifname_requested;  ///< CNI_IFNAME given to the delegate; informational, not rendered
   Json extra_fields;             ///< object of fields appended after "gateway" on every entry, or null
 };

@@ -8,13 +8,13 @@
 
 #include "agent/agent.h"
 #include "agent/metrics.h"
-#include "agent/relay_server.h"
 #include "agent/status_server.h"
 #include "cni/error.h"
 #include "exec/process.h"
 #include "k8s/api_client.h"
 #include "plugin/cli/stop_signal.h"
 #include "plugin/cni/real_services.h"
+#include "relay/relay_server.h"
 #include "util/log.h"
 
 namespace manifold::plugin {
@@ -24,12 +24,12 @@ namespace {
 /// off, when there are no credentials (the loop reports that) or when it cannot be served (logged:
 /// CNI calls then go to the API server directly, as without an agent).
 void start_relay(const AgentCommandOptions& o, const engine::Services& services, agent::RelayMetrics& metrics,
-                 std::optional<agent::RelayServer>& relay) {
+                 std::optional<relay::RelayServer>& server) {
   if (o.relay_socket.empty()) return;
   try {
-    std::optional<k8s::ClusterAuth> auth = services.find_auth(o.kubeconfig);
+    std::optional<http::ClusterAuth> auth = services.find_auth(o.kubeconfig);
     if (!auth) return;
-    agent::RelayServerOptions options;
+    relay::RelayServerOptions options;
     options.socket_path = o.relay_socket;
     options.server = auth->server;
     auto upstream = [&services, auth = *auth] { return services.open_transport(auth, ""); };
@@ -37,7 +37,7 @@ void start_relay(const AgentCommandOptions& o, const engine::Services& services,
       std::string token = k8s::read_bearer_token(auth, *files);
       return token.empty() ? token : "Bearer " + token;
     };
-    relay.emplace(options, upstream, authorization, metrics);
+    server.emplace(options, upstream, authorization, metrics);
     util::log_verbose("agent: relaying CNI calls' API requests on ", o.relay_socket);
   } catch (const cni::CniError& e) {
     util::log_error("agent: no API relay for CNI calls: ", e.msg());
@@ -86,8 +86,8 @@ int run_agent(const AgentCommandOptions& o) {
   }
   util::log_verbose("agent: /metrics and /healthz on ", o.metrics_address, " (port ", server->port(), ")");
   agent::RelayMetrics relay_metrics(registry);
-  std::optional<agent::RelayServer> relay;
-  start_relay(o, services, relay_metrics, relay);
+  std::optional<relay::RelayServer> relay_server;
+  start_relay(o, services, relay_metrics, relay_server);
 
   std::thread installer;
   if (!o.no_install) {
@@ -100,7 +100,7 @@ int run_agent(const AgentCommandOptions& o) {
   int code = loop.run([] { return stop_requested(); });
   request_stop();  // the loop can also end on its own (no credentials): stop the installer too
   if (installer.joinable()) installer.join();
-  if (relay) relay->stop();
+  if (relay_server) relay_server->stop();
   server->stop();
   return code;
 }

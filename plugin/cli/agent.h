@@ -2,7 +2,7 @@
 // (installs the binary, keeps the generated config and kubeconfig current) on a thread of its own,
 // serves /metrics and /healthz on a loopback port, and runs the node agent's loop (lib/agent):
 // watch this node's pods and hot-plug or unplug networks when their annotation changes. It also
-// relays the API calls of CNI invocations on this node (agent/relay_server.h), on its warm
+// relays the API calls of CNI invocations on this node (relay/relay_server.h), on its warm
 // connections. It stops on SIGTERM/SIGINT. The CNI binary never depends on it.
 #pragma once
 

@@ -7,7 +7,7 @@
 #include <iostream>
 
 #include "cni/version.h"
-#include "k8s/beast_transport.h"
+#include "http/beast_transport.h"
 #include "plugin/cli/agent.h"
 #include "plugin/cli/gc.h"
 #include "plugin/cli/inspect.h"
@@ -22,7 +22,7 @@ int print_version() {
   std::cout << "manifold " << MANIFOLD_VERSION << "\n"
             << "commit: " << MANIFOLD_GIT_COMMIT << "\n"
             << "build: " << MANIFOLD_BUILD_FLAGS << "\n"
-            << "TLS: " << k8s::tls_library_version() << " (" << MANIFOLD_TLS_LIBRARY_BUILD << ")\n"
+            << "TLS: " << http::tls_library_version() << " (" << MANIFOLD_TLS_LIBRARY_BUILD << ")\n"
             << "CNI versions:";
   for (const auto& v : cni::supported_versions()) std::cout << ' ' << v;
   std::cout << "\n";

@@ -9,9 +9,9 @@
 #include "cni/error.h"
 #include "scoping/mesh_config.h"
 #include "scoping/source_routing.h"
-#include "k8s/manifest_validate.h"
-#include "util/file_reader.h"
 #include "util/error.h"
+#include "util/file_reader.h"
+#include "validate/manifest_validate.h"
 
 namespace manifold::plugin {
 
@@ -92,7 +92,7 @@ int run_validate(const ValidateOptions& options) {
       return;
     }
     try {
-      for (const auto& r : k8s::validate_manifest_text(text, nads_only, checker)) {
+      for (const auto& r : validate::validate_manifest_text(text, nads_only, checker)) {
         if (!r.checked) {
           if (!options.quiet) std::cout << file << " [" << r.label << "]: skipped (kind not checked)\n";
           continue;

@@ -5,11 +5,11 @@
 #include <unistd.h>
 
 #include "firewall/runner.h"
-#include "k8s/beast_transport.h"
-#include "k8s/pod_resources.h"
-#include "k8s/relay_transport.h"
-#include "k8s/tls_session_store.h"
+#include "http/beast_transport.h"
+#include "http/tls_session_store.h"
+#include "kubelet/pod_resources.h"
 #include "netlink/real_net_ops.h"
+#include "relay/relay_transport.h"
 #include "store/cache.h"
 #include "util/clock.h"
 #include "util/env.h"
@@ -36,21 +36,21 @@ engine::Services real_services(exec::ProcessRunner& runner) {
   s.file_exists = [](const std::string& path) { return ::access(path.c_str(), F_OK) == 0; };
   s.files = std::make_shared<util::RealFileReader>();
   s.file_writer = std::make_shared<util::RealFileWriter>();
-  s.list_pod_resources = k8s::list_pod_resources;
+  s.list_pod_resources = kubelet::list_pod_resources;
   s.find_auth = [files = s.files](const std::string& kubeconfig) {
     util::ProcessEnv env;
-    return k8s::find_cluster_auth(kubeconfig, env, *files);
+    return http::find_cluster_auth(kubeconfig, env, *files);
   };
   s.open_transport = [files = s.files, writer = s.file_writer](
-                         const k8s::ClusterAuth& auth,
-                         const std::string& session_dir) -> std::unique_ptr<k8s::HttpTransport> {
-    auto sessions = session_dir.empty() ? nullptr : std::make_shared<k8s::TlsSessionStore>(session_dir, files, writer);
-    return std::make_unique<k8s::BeastTransport>(auth, std::move(sessions));
+                         const http::ClusterAuth& auth,
+                         const std::string& session_dir) -> std::unique_ptr<http::HttpTransport> {
+    auto sessions = session_dir.empty() ? nullptr : std::make_shared<http::TlsSessionStore>(session_dir, files, writer);
+    return std::make_unique<http::BeastTransport>(auth, std::move(sessions));
   };
-  s.open_relay = [](const std::string& socket, const k8s::ClusterAuth& auth,
-                    k8s::RelayTransport::DirectFactory direct) -> std::unique_ptr<k8s::HttpTransport> {
-    return std::make_unique<k8s::RelayTransport>(socket, k8s::parse_server_url(auth.server).to_string(),
-                                                 std::move(direct));
+  s.open_relay = [](const std::string& socket, const http::ClusterAuth& auth,
+                    relay::RelayTransport::DirectFactory direct) -> std::unique_ptr<http::HttpTransport> {
+    return std::make_unique<relay::RelayTransport>(socket, http::parse_server_url(auth.server).to_string(),
+                                                   std::move(direct));
   };
   s.sleeper = std::make_shared<util::RealSleeper>();
   s.clock = std::make_shared<util::SteadyClock>();

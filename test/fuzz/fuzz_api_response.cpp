@@ -11,14 +11,14 @@
 #include <optional>
 #include <string>
 
+#include "fuzz_common.h"
+#include "http/http.h"
+#include "http/retry.h"
 #include "k8s/api_client.h"
-#include "k8s/http.h"
 #include "k8s/nad_config.h"
 #include "k8s/network_status.h"
-#include "k8s/retry.h"
 #include "k8s/selection.h"
 #include "util/file_reader.h"
-#include "fuzz_common.h"
 
 using namespace manifold;
 
@@ -30,22 +30,22 @@ constexpr const char* kToken = "s3cr3t-t0ken.fuzz";
 
 /// A fresh client with a scripted transport and fake time, per scenario.
 struct Harness {
-  k8s::FakeHttpTransport transport;
+  http::FakeHttpTransport transport;
   util::FakeClock clock;
   util::FakeSleeper sleeper{clock};
-  k8s::FixedJitter jitter{0.5};
+  http::FixedJitter jitter{0.5};
   util::FakeFileReader files;
-  k8s::RetryPolicy policy = small_policy();
+  http::RetryPolicy policy = small_policy();
   k8s::ApiClient client{transport, auth(), policy, sleeper, clock, files, jitter};
 
-  static k8s::ClusterAuth auth() {
-    k8s::ClusterAuth a;
+  static http::ClusterAuth auth() {
+    http::ClusterAuth a;
     a.server = "https://10.96.0.1:443/k8s/clusters/c-1";
     a.token = kToken;
     return a;
   }
-  static k8s::RetryPolicy small_policy() {
-    k8s::RetryPolicy p;
+  static http::RetryPolicy small_policy() {
+    http::RetryPolicy p;
     p.max_attempts = 3;
     return p;
   }
@@ -65,7 +65,7 @@ bool call(F&& f) {
   }
 }
 
-void use_pod(k8s::ApiClient& client, k8s::FakeHttpTransport& transport, Json pod) {
+void use_pod(k8s::ApiClient& client, http::FakeHttpTransport& transport, Json pod) {
   const Json* annotations = nullptr;
   if (auto meta = pod.find("metadata"); meta != pod.end() && meta->is_object())
     if (auto a = meta->find("annotations"); a != meta->end() && a->is_object()) annotations = &*a;
@@ -123,7 +123,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     h.transport.push_response(429, input, {{"Retry-After", first_line}});
     h.transport.push_response(200, R"({"kind":"Pod"})");
     call([&] { (void)h.client.get_pod("default", "web-0"); });
-    (void)k8s::parse_retry_after(first_line);
+    (void)http::parse_retry_after(first_line);
   }
   {
     Harness h;

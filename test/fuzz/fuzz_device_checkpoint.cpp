@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "fuzz_common.h"
-#include "k8s/device_allocation.h"
-#include "k8s/device_checkpoint.h"
+#include "kubelet/device_allocation.h"
+#include "kubelet/device_checkpoint.h"
 
 using namespace manifold;
 
@@ -19,13 +19,13 @@ namespace {
 
 const bool kQuiet = fuzz::quiet_logging();
 
-void check_table(const k8s::DeviceTable& table) {
+void check_table(const kubelet::DeviceTable& table) {
   for (const auto& entry : table) {
     const std::string& resource = entry.first;
     const std::vector<std::string>& ids = entry.second;
     if (!std::is_sorted(ids.begin(), ids.end()) || std::adjacent_find(ids.begin(), ids.end()) != ids.end())
       fuzz::fuzz_bug("device IDs of " + resource + " are not sorted and unique");
-    k8s::DeviceAllocator allocator(table);
+    kubelet::DeviceAllocator allocator(table);
     for (const auto& id : ids)
       if (allocator.take(resource, "ns/net") != id) fuzz::fuzz_bug("the allocator skipped or repeated an ID");
     fuzz::accepts([&] { allocator.take(resource, "ns/net"); });  // exhausted: CniError only
@@ -36,7 +36,8 @@ void check_table(const k8s::DeviceTable& table) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input = fuzz::as_text(data, size);
-  k8s::DeviceTable table;
-  if (fuzz::accepts([&] { table = k8s::checkpoint_devices(input, "/fuzz/checkpoint", "uid-1"); })) check_table(table);
+  kubelet::DeviceTable table;
+  if (fuzz::accepts([&] { table = kubelet::checkpoint_devices(input, "/fuzz/checkpoint", "uid-1"); }))
+    check_table(table);
   return 0;
 }

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "fuzz_common.h"
-#include "k8s/device_info.h"
+#include "kubelet/device_info.h"
 
 using namespace manifold;
 
@@ -33,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(fuzz::as_text(data, size));
   Json info;
   try {
-    info = k8s::parse_device_info(text);
+    info = kubelet::parse_device_info(text);
   } catch (...) {
     fuzz::fuzz_bug("parse_device_info threw");
   }
@@ -41,7 +41,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!info.is_object()) fuzz::fuzz_bug("device-info decoded to something other than an object");
   check_strings(info, 0);
   const std::string written = info.dump();
-  if (k8s::parse_device_info(written) != info) fuzz::fuzz_bug("the written device-info does not read back the same");
-  if (k8s::normalize_device_info(info) != info) fuzz::fuzz_bug("normalising device-info twice changed it");
+  if (kubelet::parse_device_info(written) != info)
+    fuzz::fuzz_bug("the written device-info does not read back the same");
+  if (kubelet::normalize_device_info(info) != info) fuzz::fuzz_bug("normalising device-info twice changed it");
   return 0;
 }

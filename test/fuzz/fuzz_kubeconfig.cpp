@@ -12,13 +12,13 @@
 #include <optional>
 #include <string>
 
+#include "fuzz_common.h"
+#include "http/http.h"
+#include "http/kubeconfig.h"
+#include "http/retry.h"
 #include "k8s/api_client.h"
-#include "k8s/http.h"
-#include "k8s/kubeconfig.h"
-#include "k8s/retry.h"
 #include "util/env.h"
 #include "util/file_reader.h"
-#include "fuzz_common.h"
 
 using namespace manifold;
 
@@ -31,28 +31,28 @@ constexpr const char* kCertPem =
 constexpr const char* kKeyPem =
     "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg\n-----END PRIVATE KEY-----\n";
 
-void use(const k8s::ClusterAuth& auth, util::FakeFileReader& files) {
-  if (!fuzz::accepts([&] { (void)k8s::parse_server_url(auth.server); }))
+void use(const http::ClusterAuth& auth, util::FakeFileReader& files) {
+  if (!fuzz::accepts([&] { (void)http::parse_server_url(auth.server); }))
     fuzz::fuzz_bug("load_kubeconfig accepted a server URL that does not parse: " + auth.server);
   if (auth.insecure_skip_tls_verify && !auth.ca_pem.empty())
     fuzz::fuzz_bug("kubeconfig accepted with both a CA and insecure-skip-tls-verify");
-  if (!auth.token.empty() && !k8s::is_valid_bearer_token(auth.token))
+  if (!auth.token.empty() && !http::is_valid_bearer_token(auth.token))
     fuzz::fuzz_bug("kubeconfig accepted an invalid bearer token");
 
-  k8s::FakeHttpTransport transport;
+  http::FakeHttpTransport transport;
   transport.push_response(200, R"({"kind":"Pod","metadata":{"name":"web-0","namespace":"default"}})");
   util::FakeClock clock;
   util::FakeSleeper sleeper(clock);
-  k8s::FixedJitter jitter(0.5);
-  k8s::RetryPolicy policy;
+  http::FixedJitter jitter(0.5);
+  http::RetryPolicy policy;
   policy.max_attempts = 1;
   fuzz::accepts([&] {
     k8s::ApiClient client(transport, auth, policy, sleeper, clock, files, jitter);
     (void)client.get_pod("default", "web-0");
   });
-  for (const k8s::HttpRequest& request : transport.requests()) {
+  for (const http::HttpRequest& request : transport.requests()) {
     for (const auto& [name, value] : request.headers) {
-      if (name == "Authorization" && (value.rfind("Bearer ", 0) != 0 || !k8s::is_valid_bearer_token(value.substr(7))))
+      if (name == "Authorization" && (value.rfind("Bearer ", 0) != 0 || !http::is_valid_bearer_token(value.substr(7))))
         fuzz::fuzz_bug("an invalid bearer token reached a request header");
     }
   }
@@ -71,8 +71,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   files.add("/etc/cni/net.d/manifold.d/token", "eyJhbGciOiJSUzI1NiJ9.ZmFrZQ.c2ln\n");
   files.add("/var/run/secrets/kubernetes.io/serviceaccount/token", "eyJhbGciOiJSUzI1NiJ9.c2E.c2ln\n");
 
-  k8s::ClusterAuth auth;
-  if (fuzz::accepts([&] { auth = k8s::load_kubeconfig("/etc/cni/net.d/manifold.d/manifold.kubeconfig", files); }))
+  http::ClusterAuth auth;
+  if (fuzz::accepts([&] { auth = http::load_kubeconfig("/etc/cni/net.d/manifold.d/manifold.kubeconfig", files); }))
     use(auth, files);
 
   // The in-cluster configuration: the input's first two lines as KUBERNETES_SERVICE_HOST/PORT.
@@ -82,8 +82,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   util::FakeEnv env({{"KUBERNETES_SERVICE_HOST", std::string(host)},
                      {"KUBERNETES_SERVICE_PORT", std::string(rest.substr(0, rest.find('\n')))}});
   files.add("/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", kCertPem);
-  std::optional<k8s::ClusterAuth> in_cluster;
-  if (fuzz::accepts([&] { in_cluster = k8s::find_cluster_auth("", env, files); }) && in_cluster)
+  std::optional<http::ClusterAuth> in_cluster;
+  if (fuzz::accepts([&] { in_cluster = http::find_cluster_auth("", env, files); }) && in_cluster)
     use(*in_cluster, files);
   return 0;
 }

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "fuzz_common.h"
-#include "k8s/grpc_call.h"
-#include "k8s/pod_resources.h"
+#include "kubelet/grpc_call.h"
+#include "kubelet/pod_resources.h"
 
 using namespace manifold;
 
@@ -19,11 +19,11 @@ namespace {
 const bool kQuiet = fuzz::quiet_logging();
 
 void decode(std::string_view message) {
-  k8s::DeviceTable table;
-  if (!fuzz::accepts([&] { table = k8s::pod_resources_devices(message, "default", "web"); })) return;
+  kubelet::DeviceTable table;
+  if (!fuzz::accepts([&] { table = kubelet::pod_resources_devices(message, "default", "web"); })) return;
   for (const auto& [resource, ids] : table)
     if (!std::is_sorted(ids.begin(), ids.end())) fuzz::fuzz_bug("device IDs of " + resource + " are not sorted");
-  if (k8s::pod_resources_devices(message, "default", "web") != table) fuzz::fuzz_bug("decoding is not repeatable");
+  if (kubelet::pod_resources_devices(message, "default", "web") != table) fuzz::fuzz_bug("decoding is not repeatable");
 }
 
 }  // namespace
@@ -33,11 +33,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   decode(input);  // the message itself
   std::string message;
   try {
-    message = k8s::grpc_unframe(input, 1u << 16);
-  } catch (const k8s::GrpcError&) {
+    message = kubelet::grpc_unframe(input, 1u << 16);
+  } catch (const kubelet::GrpcError&) {
     return 0;
   }
-  if (k8s::grpc_frame(message) != input) fuzz::fuzz_bug("unframing accepted a body that is not one framed message");
+  if (kubelet::grpc_frame(message) != input) fuzz::fuzz_bug("unframing accepted a body that is not one framed message");
   decode(message);
   return 0;
 }

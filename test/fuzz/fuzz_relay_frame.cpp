@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <string>
 
-#include "agent/relay_policy.h"
 #include "fuzz_common.h"
-#include "k8s/relay_protocol.h"
+#include "relay/relay_policy.h"
+#include "relay/relay_protocol.h"
 
 using namespace manifold;
 
@@ -17,7 +17,7 @@ namespace {
 
 const bool kQuiet = fuzz::quiet_logging();
 
-bool same(const k8s::HttpRequest& a, const k8s::HttpRequest& b) {
+bool same(const http::HttpRequest& a, const http::HttpRequest& b) {
   return a.method == b.method && a.target == b.target && a.headers == b.headers && a.body == b.body;
 }
 
@@ -27,13 +27,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)kQuiet;
   const std::string payload(fuzz::as_text(data, size));
   try {
-    k8s::relay::RelayRequest request = k8s::relay::decode_request(payload);
-    for (const k8s::HttpRequest& r : request.requests) {
-      (void)agent::relay_refusal(r, "");
-      (void)agent::relay_refusal(r, "/k8s/clusters/c-1");
-      (void)agent::relay_headers(r.headers);
+    relay::RelayRequest request = relay::decode_request(payload);
+    for (const http::HttpRequest& r : request.requests) {
+      (void)relay::relay_refusal(r, "");
+      (void)relay::relay_refusal(r, "/k8s/clusters/c-1");
+      (void)relay::relay_headers(r.headers);
     }
-    k8s::relay::RelayRequest again = k8s::relay::decode_request(k8s::relay::encode_request(request));
+    relay::RelayRequest again = relay::decode_request(relay::encode_request(request));
     if (again.server != request.server || again.timeout != request.timeout ||
         again.requests.size() != request.requests.size())
       fuzz::fuzz_bug("a decoded relay request changed in a round trip");
@@ -43,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const cni::CniError&) {}
   for (std::size_t expected = 1; expected <= 3; ++expected) {
     try {
-      (void)k8s::relay::decode_answer(payload, expected);
+      (void)relay::decode_answer(payload, expected);
     } catch (const cni::CniError&) {}
   }
   return 0;

@@ -11,7 +11,7 @@
         kubelet.set_mode("hang")  # or error, garbage, oversized, reset, http-garbage, silent...
 
 It serves /v1.PodResourcesLister/List over h2c on a unix socket with python3-grpcio, in threads of
-the test's own process. Answers are encoded from lib/k8s/podresources.proto — the very file
+the test's own process. Answers are encoded from lib/kubelet/podresources.proto — the very file
 manifold's protobuf-c client is generated from — compiled by grpc_tools.protoc into a descriptor
 set (as runtimes/cri.py does), so no generated module is written or imported. Pods are given as
 dicts with the proto's field names (json_format), including the fields manifold must skip:
@@ -59,7 +59,7 @@ from call_log import CallLog  # noqa: E402 (after the path set-up)
 from harness.proto import compile_descriptor_set, message_pool  # noqa: E402
 from plain_socket import MODES as PLAIN_MODES, PlainSocketServer  # noqa: E402
 
-PROTO = os.path.normpath(os.path.join(_HERE, "..", "..", "..", "lib", "k8s", "podresources.proto"))
+PROTO = os.path.normpath(os.path.join(_HERE, "..", "..", "..", "lib", "kubelet", "podresources.proto"))
 LIST_METHOD = "/v1.PodResourcesLister/List"
 MIB = 1024 * 1024
 GRPC_MODES = ("ok", "hang", "error", "garbage", "oversized")
@@ -69,7 +69,7 @@ HANG_GUARD = 600.0  # seconds: a hung handler never outlives a test run
 
 
 def compile_proto(out_dir):
-    """Compiles lib/k8s/podresources.proto into a descriptor set in out_dir; returns its path."""
+    """Compiles lib/kubelet/podresources.proto into a descriptor set in out_dir; returns its path."""
     return compile_descriptor_set(PROTO, out_dir, "podresources.desc")
 
 
@@ -143,7 +143,7 @@ class PodResourcesDouble:
 
     @property
     def codec(self):
-        """The Codec of lib/k8s/podresources.proto (compiled into work_dir on first use)."""
+        """The Codec of lib/kubelet/podresources.proto (compiled into work_dir on first use)."""
         if self._codec is None:
             os.makedirs(self.work_dir, exist_ok=True)
             self._codec = Codec(compile_proto(self.work_dir))

@@ -1,7 +1,7 @@
 """Tests of the kubelet PodResources double, driven by a real gRPC client and by raw sockets.
 
 The client is a python3-grpcio generic stub whose deserializer is the ListPodResourcesResponse
-class built from the same descriptor set the double encodes with (lib/k8s/podresources.proto).
+class built from the same descriptor set the double encodes with (lib/kubelet/podresources.proto).
 Each test proves one mode behaves as documented in podresources_double.py: the configured pods
 decode (including the fields manifold skips), an error status arrives with its code, a hung call
 ends by the client's deadline and is released by stop(), garbage bytes fail to parse, an oversized

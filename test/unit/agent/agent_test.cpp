@@ -17,18 +17,18 @@ using manifold::agent::Agent;
 using manifold::agent::AgentMetrics;
 using manifold::agent::AgentOptions;
 using manifold::agent::MetricsRegistry;
-using manifold::k8s::FakeHttpTransport;
-using manifold::k8s::HttpRequest;
-using manifold::k8s::HttpResponse;
-using manifold::k8s::StreamOptions;
-using manifold::k8s::StreamResult;
-using manifold::k8s::TransportError;
+using manifold::http::FakeHttpTransport;
+using manifold::http::HttpRequest;
+using manifold::http::HttpResponse;
+using manifold::http::StreamOptions;
+using manifold::http::StreamResult;
+using manifold::http::TransportError;
 
 namespace {
 
 /// Hands every call to the test's FakeHttpTransport; once its script is used up, the agent is
 /// told to stop (the next stream ends at once).
-class ScriptedApi final : public manifold::k8s::HttpTransport {
+class ScriptedApi final : public manifold::http::HttpTransport {
  public:
   ScriptedApi(FakeHttpTransport& fake, bool& done) : fake_(fake), done_(done) {}
   HttpResponse send(const HttpRequest& request, std::chrono::milliseconds timeout) override {
@@ -81,12 +81,12 @@ struct World {
   World() {
     services.open_cache = [](const std::string&) { return std::make_unique<manifold::store::MemoryCache>(); };
     services.find_auth = [](const std::string&) {
-      manifold::k8s::ClusterAuth auth;
+      manifold::http::ClusterAuth auth;
       auth.server = "https://127.0.0.1:6443";
       auth.token = "agent-token";
-      return std::optional<manifold::k8s::ClusterAuth>(auth);
+      return std::optional<manifold::http::ClusterAuth>(auth);
     };
-    services.open_transport = [this](const manifold::k8s::ClusterAuth&, const std::string&) {
+    services.open_transport = [this](const manifold::http::ClusterAuth&, const std::string&) {
       return std::make_unique<ScriptedApi>(api, done);
     };
     services.sleeper = sleeper;
@@ -198,7 +198,7 @@ TEST_CASE("agent: bad settings stop it before any request", "[agent]") {
   CHECK(w.run() == 1);
   CHECK(w.api.requests().empty());
   World none;
-  none.services.find_auth = [](const std::string&) { return std::optional<manifold::k8s::ClusterAuth>(); };
+  none.services.find_auth = [](const std::string&) { return std::optional<manifold::http::ClusterAuth>(); };
   CHECK(none.run() == 1);
   CHECK(none.api.requests().empty());
 }

@@ -13,6 +13,7 @@ using manifold::agent::AgentMetrics;
 using manifold::agent::format_metric_value;
 using manifold::agent::Histogram;
 using manifold::agent::MetricsRegistry;
+using manifold::agent::RelayMetrics;
 
 TEST_CASE("MetricsRegistry renders families sorted by name and samples sorted by labels", "[agent]") {
   MetricsRegistry r;
@@ -228,4 +229,17 @@ TEST_CASE("AgentMetrics registers every family of the agent at zero", "[agent]")
   CHECK_THAT(text, Catch::Contains("manifold_agent_pods_tracked 7\n"));
   CHECK_THAT(text, Catch::Contains("manifold_agent_reconcile_duration_seconds_bucket{le=\"0.0025\"} 0\n"
                                    "manifold_agent_reconcile_duration_seconds_bucket{le=\"0.005\"} 1\n"));
+}
+
+TEST_CASE("RelayMetrics counts the relay's exchanges by result, registered at zero", "[agent]") {
+  MetricsRegistry r;
+  RelayMetrics m(r);
+  CHECK_THAT(r.render(), Catch::Contains("manifold_agent_relay_exchanges_total{result=\"answered\"} 0\n"
+                                         "manifold_agent_relay_exchanges_total{result=\"refused\"} 0\n"));
+  manifold::relay::RelayCounters& counters = m;
+  counters.answered();
+  counters.answered();
+  counters.refused();
+  CHECK_THAT(r.render(), Catch::Contains("manifold_agent_relay_exchanges_total{result=\"answered\"} 2\n"
+                                         "manifold_agent_relay_exchanges_total{result=\"refused\"} 1\n"));
 }

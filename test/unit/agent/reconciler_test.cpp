@@ -83,7 +83,7 @@ struct Sandbox {
   std::string status;  ///< the network-status the ADD wrote
 
   explicit Sandbox(const std::string& networks, const std::vector<std::string>& nads) {
-    manifold::k8s::ClusterAuth auth;
+    manifold::http::ClusterAuth auth;
     auth.server = "https://10.96.0.1:443";
     auth.token = "agent-token";
     w.auth = auth;
@@ -246,8 +246,8 @@ TEST_CASE("reconciler: the agent's own API calls never go through the relay", "[
   World& w = s.w;
   int relays_opened = 0;
   manifold::engine::Services services = w.services();
-  services.open_relay = [&relays_opened](const std::string&, const manifold::k8s::ClusterAuth&,
-                                         std::function<std::unique_ptr<manifold::k8s::HttpTransport>()> direct) {
+  services.open_relay = [&relays_opened](const std::string&, const manifold::http::ClusterAuth&,
+                                         std::function<std::unique_ptr<manifold::http::HttpTransport>()> direct) {
     ++relays_opened;
     return direct();
   };

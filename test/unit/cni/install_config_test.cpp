@@ -11,7 +11,7 @@
 #include "cni/config_validate.h"
 #include "cni/error.h"
 #include "cni/install_config.h"
-#include "k8s/kubeconfig.h"
+#include "http/kubeconfig.h"
 #include "util/file_reader.h"
 
 using namespace manifold;
@@ -190,7 +190,7 @@ TEST_CASE("the generated kubeconfig is what manifold's own loader reads", "[cni]
   util::FakeFileReader files;
   files.add("/etc/cni/net.d/manifold.d/manifold.kubeconfig", render_kubeconfig(k));
   files.add(k.ca_file, "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
-  auto auth = k8s::load_kubeconfig("/etc/cni/net.d/manifold.d/manifold.kubeconfig", files);
+  auto auth = http::load_kubeconfig("/etc/cni/net.d/manifold.d/manifold.kubeconfig", files);
   CHECK(auth.server == "https://[fd00::1]:6443");
   CHECK(auth.token_file == k.token_file);
   CHECK(auth.token.empty());

@@ -7,19 +7,21 @@
 
 #include "cni/error.h"
 #include "cni/netconf.h"
-#include "k8s/http.h"
-#include "k8s/retry.h"
 #include "engine/cached.h"
-#include "plugin/cni/verbs.h"
 #include "engine/kube_access.h"
 #include "engine/pod_networks.h"
 #include "engine/pod_status.h"
+#include "http/http.h"
+#include "http/retry.h"
+#include "plugin/cni/verbs.h"
 #include "util/clock.h"
 #include "util/file_reader.h"
 
 using manifold::Json;
 using manifold::cni::CniError;
+namespace http = manifold::http;
 namespace k8s = manifold::k8s;
+namespace kubelet = manifold::kubelet;
 namespace cni = manifold::cni;
 namespace plugin = manifold::plugin;
 namespace engine = manifold::engine;
@@ -28,23 +30,23 @@ namespace util = manifold::util;
 namespace {
 
 /// Lets KubeAccess own a transport while the test keeps scripting the FakeHttpTransport.
-class SharedTransport final : public k8s::HttpTransport {
+class SharedTransport final : public http::HttpTransport {
  public:
-  explicit SharedTransport(k8s::FakeHttpTransport& fake) : fake_(fake) {}
-  k8s::HttpResponse send(const k8s::HttpRequest& request, std::chrono::milliseconds timeout) override {
+  explicit SharedTransport(http::FakeHttpTransport& fake) : fake_(fake) {}
+  http::HttpResponse send(const http::HttpRequest& request, std::chrono::milliseconds timeout) override {
     return fake_.send(request, timeout);
   }
-  std::vector<k8s::BatchOutcome> send_batch(const std::vector<k8s::HttpRequest>& requests,
-                                            std::chrono::milliseconds timeout) override {
+  std::vector<http::BatchOutcome> send_batch(const std::vector<http::HttpRequest>& requests,
+                                             std::chrono::milliseconds timeout) override {
     return fake_.send_batch(requests, timeout);
   }
 
  private:
-  k8s::FakeHttpTransport& fake_;
+  http::FakeHttpTransport& fake_;
 };
 
 struct Fixture {
-  k8s::FakeHttpTransport transport;
+  http::FakeHttpTransport transport;
   std::vector<std::string> session_dirs;
   std::shared_ptr<util::FakeClock> clock = std::make_shared<util::FakeClock>();
   plugin::Services services;
@@ -53,13 +55,13 @@ struct Fixture {
 
   explicit Fixture(const std::string& extra_config = "{}") {
     services.find_auth = [](const std::string&) {
-      k8s::ClusterAuth auth;
+      http::ClusterAuth auth;
       auth.server = "https://127.0.0.1:6443";
       auth.token = "secret-token";
-      return std::optional<k8s::ClusterAuth>(auth);
+      return std::optional<http::ClusterAuth>(auth);
     };
-    services.open_transport = [this](const k8s::ClusterAuth&,
-                                     const std::string& session_dir) -> std::unique_ptr<k8s::HttpTransport> {
+    services.open_transport = [this](const http::ClusterAuth&,
+                                     const std::string& session_dir) -> std::unique_ptr<http::HttpTransport> {
       session_dirs.push_back(session_dir);
       return std::make_unique<SharedTransport>(transport);
     };
@@ -103,7 +105,7 @@ TEST_CASE("kube attachments: JSON selection fields reach runtimeConfig and CNI_A
       pod_with({{"k8s.v1.cni.cncf.io/networks",
                  R"([{"name":"tuned","interface":"data0","ips":["198.51.100.42/24"],"mac":"02:00:5e:10:00:42"}])"}});
   engine::KubeAccess kube(f.services, f.config);
-  k8s::DeviceAllocator devices;
+  kubelet::DeviceAllocator devices;
   auto out = engine::resolve_pod_attachments(f.config, f.inv, kube, pod, devices);
   REQUIRE(out.size() == 2);
   CHECK(out[0].ifname == "eth0");
@@ -127,7 +129,7 @@ TEST_CASE("kube attachments: a NAD listed twice is fetched once and attached twi
   f.transport.push_response(200, nad("default", "pool", kMacvlan));
   Json pod = pod_with({{"k8s.v1.cni.cncf.io/networks", "pool, default/pool"}});
   engine::KubeAccess kube(f.services, f.config);
-  k8s::DeviceAllocator devices;
+  kubelet::DeviceAllocator devices;
   auto out = engine::resolve_pod_attachments(f.config, f.inv, kube, pod, devices);
   REQUIRE(out.size() == 3);
   CHECK(out[1].ifname == "net1");
@@ -207,7 +209,7 @@ TEST_CASE("kube status: a wrongly typed pod on the re-GET is a clear error", "[p
 
 TEST_CASE("kube access: the total bound counts API time, not the time between calls", "[plugin]") {
   Fixture f(R"({"apiTimeouts":{"request":1000,"call":1000,"total":1000,"attempts":1}})");
-  f.transport.on_send([&](const k8s::HttpRequest&) { f.clock->advance(std::chrono::milliseconds(400)); });
+  f.transport.on_send([&](const http::HttpRequest&) { f.clock->advance(std::chrono::milliseconds(400)); });
   for (int i = 0; i < 3; ++i) f.transport.push_response(200, pod_with(Json::object()).dump());
   engine::KubeAccess kube(f.services, f.config);
   kube.get_pod("default", "web");
@@ -309,7 +311,7 @@ TEST_CASE("kube attachments: every NAD the pod names is fetched in one batch", "
   f.transport.push_response(200, nad("other", "b", kMacvlan));
   Json pod = pod_with({{"k8s.v1.cni.cncf.io/networks", "a, other/b, a"}});
   engine::KubeAccess kube(f.services, f.config);
-  k8s::DeviceAllocator devices;
+  kubelet::DeviceAllocator devices;
   auto out = engine::resolve_pod_attachments(f.config, f.inv, kube, pod, devices);
   REQUIRE(out.size() == 5);
   CHECK(out[0].name == "kube-system/cluster-nad");
@@ -327,7 +329,7 @@ TEST_CASE("kube attachments: a NAD's failure in the batch is reported when resol
   f.transport.push_response(403, R"({"kind":"Status","reason":"Forbidden","code":403,"message":"no"})");
   Json pod = pod_with({{"k8s.v1.cni.cncf.io/networks", "a, b"}});
   engine::KubeAccess kube(f.services, f.config);
-  k8s::DeviceAllocator devices;
+  kubelet::DeviceAllocator devices;
   CHECK_THROWS_WITH(engine::resolve_pod_attachments(f.config, f.inv, kube, pod, devices),
                     Catch::Contains("HTTP 403") && Catch::Contains("\"b\""));
   CHECK(f.transport.batches() == std::vector<std::size_t>{2});
@@ -403,7 +405,7 @@ TEST_CASE("kube attachments: isolation is checked before any NAD is read", "[plu
   Fixture f(R"({"namespaceIsolation":true})");
   Json pod = pod_with({{"k8s.v1.cni.cncf.io/networks", "own, team-b/secret"}});
   engine::KubeAccess kube(f.services, f.config);
-  k8s::DeviceAllocator devices;
+  kubelet::DeviceAllocator devices;
   try {
     engine::resolve_pod_attachments(f.config, f.inv, kube, pod, devices);
     FAIL("no error");
@@ -416,7 +418,7 @@ TEST_CASE("kube attachments: isolation is checked before any NAD is read", "[plu
 
 TEST_CASE("kube attachments: isolation binds the default-network annotation too", "[plugin]") {
   Fixture f(R"({"namespaceIsolation":true})");
-  k8s::DeviceAllocator devices;
+  kubelet::DeviceAllocator devices;
   for (const char* value : {"team-b/secret", R"([{"name":"secret","namespace":"team-b"}])"}) {
     CAPTURE(value);
     Json pod = pod_with({{"v1.multus-cni.io/default-network", value}});
@@ -463,7 +465,7 @@ TEST_CASE("kube attachments: best effort skips unresolvable networks and keeps t
     f.transport.push_response(200, nad("default", "c", kMacvlan));
   };
   Json pod = pod_with({{"k8s.v1.cni.cncf.io/networks", "a, gone, c"}});
-  k8s::DeviceAllocator devices;
+  kubelet::DeviceAllocator devices;
 
   Fixture strict;
   script(strict);
@@ -488,7 +490,7 @@ TEST_CASE("kube attachments: best effort survives an unparsable annotation", "[p
   Fixture f;
   Json pod = pod_with({{"k8s.v1.cni.cncf.io/networks", "[not json"}});
   engine::KubeAccess kube(f.services, f.config);
-  k8s::DeviceAllocator devices;
+  kubelet::DeviceAllocator devices;
   CHECK_THROWS(engine::resolve_pod_attachments(f.config, f.inv, kube, pod, devices));
   auto out = engine::resolve_pod_attachments(f.config, f.inv, kube, pod, devices, engine::Resolution::BestEffort);
   REQUIRE(out.size() == 1);
@@ -515,7 +517,7 @@ TEST_CASE("kube attachments: apiPipelining false sends a batch one request at a 
   f.transport.push_response(200, nad("default", "b", kMacvlan));
   Json pod = pod_with({{"k8s.v1.cni.cncf.io/networks", "a, b"}});
   engine::KubeAccess kube(f.services, f.config);
-  k8s::DeviceAllocator devices;
+  kubelet::DeviceAllocator devices;
   auto out = engine::resolve_pod_attachments(f.config, f.inv, kube, pod, devices);
   REQUIRE(out.size() == 3);
   CHECK(out[2].name == "default/b");
@@ -531,8 +533,8 @@ TEST_CASE("kube attachments: agentSocket opens the agent relay, with the direct 
           "[plugin]") {
   std::vector<std::string> sockets;
   auto relay_into = [&](Fixture& f) {
-    f.services.open_relay = [&sockets](const std::string& socket, const k8s::ClusterAuth& auth,
-                                       std::function<std::unique_ptr<k8s::HttpTransport>()> direct) {
+    f.services.open_relay = [&sockets](const std::string& socket, const http::ClusterAuth& auth,
+                                       std::function<std::unique_ptr<http::HttpTransport>()> direct) {
       sockets.push_back(socket + " " + auth.server);
       return direct();  // the fallback factory is the direct transport, session directory included
     };

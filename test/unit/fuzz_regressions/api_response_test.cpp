@@ -15,15 +15,15 @@ using namespace manifold;
 namespace {
 
 struct Client {
-  k8s::FakeHttpTransport transport;
+  http::FakeHttpTransport transport;
   util::FakeClock clock;
   util::FakeSleeper sleeper{clock};
-  k8s::FixedJitter jitter{0.5};
+  http::FixedJitter jitter{0.5};
   util::FakeFileReader files;
-  k8s::ApiClient client{transport, auth(), k8s::RetryPolicy{}, sleeper, clock, files, jitter};
+  k8s::ApiClient client{transport, auth(), http::RetryPolicy{}, sleeper, clock, files, jitter};
 
-  static k8s::ClusterAuth auth() {
-    k8s::ClusterAuth a;
+  static http::ClusterAuth auth() {
+    http::ClusterAuth a;
     a.server = "https://10.96.0.1:443";
     a.token = "s3cr3t-t0ken";
     return a;

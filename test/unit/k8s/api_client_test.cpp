@@ -8,6 +8,7 @@
 #include "k8s/api_harness.h"
 
 using namespace manifold;
+using namespace manifold::http;
 using namespace manifold::k8s;
 using manifold::util::FakeClock;
 using manifold::util::FakeSleeper;

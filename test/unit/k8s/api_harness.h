@@ -9,13 +9,13 @@ namespace manifold::k8s::testing {
 
 /// A client wired to fakes; jitter 0 makes every backoff exactly half its base.
 struct ApiHarness {
-  FakeHttpTransport transport;
+  http::FakeHttpTransport transport;
   util::FakeClock clock;
   util::FakeSleeper sleeper{clock};
-  FixedJitter jitter{0.0};
+  http::FixedJitter jitter{0.0};
   util::FakeFileReader files;
-  RetryPolicy policy;
-  ClusterAuth auth;
+  http::RetryPolicy policy;
+  http::ClusterAuth auth;
 
   /// Server https://10.0.0.1:6443, token "s3cr3t-token", 6 attempts, backoff 200 ms to 2 s, 1 s per
   /// request, 3 s in all.

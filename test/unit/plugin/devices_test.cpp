@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "k8s/grpc_call.h"
+#include "kubelet/grpc_call.h"
 #include "plugin/cni/verbs.h"
 #include "plugin/fakes.h"
 #include "plugin/kube_fixtures.h"
@@ -181,7 +181,7 @@ TEST_CASE("devices: a failing kubelet or too few devices fail the ADD and leave 
 
   SECTION("kubelet timeout") {
     w.pod_resources = [](const std::string&, std::chrono::milliseconds) -> std::string {
-      throw manifold::k8s::GrpcError(manifold::k8s::GrpcFailure::Timeout, "gRPC List: no complete answer");
+      throw manifold::kubelet::GrpcError(manifold::kubelet::GrpcFailure::Timeout, "gRPC List: no complete answer");
     };
     script_pod(w, "sriov-a", {device_nad("sriov-a")});
     auto out = w.run("ADD", config, with_args(kPodArgs));

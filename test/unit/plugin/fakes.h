@@ -31,10 +31,10 @@
 
 #include "cni/skel.h"
 #include "exec/process.h"
-#include "k8s/grpc_call.h"
-#include "k8s/http.h"
-#include "k8s/kubeconfig.h"
-#include "k8s/retry.h"
+#include "http/http.h"
+#include "http/kubeconfig.h"
+#include "http/retry.h"
+#include "kubelet/grpc_call.h"
 #include "netlink/fake_net_ops.h"
 #include "plugin/cni/verbs.h"
 #include "store/cache.h"
@@ -69,20 +69,20 @@ class ForwardingCache final : public store::Cache {
 };
 
 /// An HttpTransport that forwards to a shared FakeHttpTransport.
-class ForwardingTransport final : public k8s::HttpTransport {
+class ForwardingTransport final : public http::HttpTransport {
  public:
   /// Forwards to `inner`, which must outlive this object.
-  explicit ForwardingTransport(k8s::FakeHttpTransport& inner) : inner_(inner) {}
-  k8s::HttpResponse send(const k8s::HttpRequest& request, std::chrono::milliseconds timeout) override {
+  explicit ForwardingTransport(http::FakeHttpTransport& inner) : inner_(inner) {}
+  http::HttpResponse send(const http::HttpRequest& request, std::chrono::milliseconds timeout) override {
     return inner_.send(request, timeout);
   }
-  std::vector<k8s::BatchOutcome> send_batch(const std::vector<k8s::HttpRequest>& requests,
-                                            std::chrono::milliseconds timeout) override {
+  std::vector<http::BatchOutcome> send_batch(const std::vector<http::HttpRequest>& requests,
+                                             std::chrono::milliseconds timeout) override {
     return inner_.send_batch(requests, timeout);
   }
 
  private:
-  k8s::FakeHttpTransport& inner_;
+  http::FakeHttpTransport& inner_;
 };
 
 /// One delegate execution, decoded from a ProcessRequest.
@@ -166,7 +166,7 @@ class World {
 
   exec::FakeProcessRunner runner;
   store::MemoryCache cache{std::chrono::milliseconds(2000)};
-  k8s::FakeHttpTransport http;
+  http::FakeHttpTransport http;
   std::shared_ptr<util::FakeClock> clock = std::make_shared<util::FakeClock>();
   /// Records every wait (readiness polling and API retries) and advances `clock` by it.
   std::shared_ptr<util::FakeSleeper> sleeper = std::make_shared<util::FakeSleeper>(*clock);
@@ -178,7 +178,7 @@ class World {
   std::function<std::string(const std::string& socket, std::chrono::milliseconds timeout)> pod_resources;
   int kubelet_calls = 0;
   /// Credentials find_auth answers (nullopt: no Kubernetes).
-  std::optional<k8s::ClusterAuth> auth;
+  std::optional<http::ClusterAuth> auth;
   /// Paths file_exists answers true for.
   std::set<std::string> existing_files;
   /// Every cniDir passed to open_cache, every netns path opened, every kubeconfig looked up.
@@ -266,8 +266,8 @@ class World {
       auth_lookups.push_back(kubeconfig);
       return auth;
     };
-    s.open_transport = [this](const k8s::ClusterAuth&,
-                              const std::string& session_dir) -> std::unique_ptr<k8s::HttpTransport> {
+    s.open_transport = [this](const http::ClusterAuth&,
+                              const std::string& session_dir) -> std::unique_ptr<http::HttpTransport> {
       ++transports_opened;
       tls_session_dirs.push_back(session_dir);
       return std::make_unique<ForwardingTransport>(http);
@@ -278,7 +278,8 @@ class World {
     s.file_writer = file_writer;
     s.list_pod_resources = [this](const std::string& socket, std::chrono::milliseconds timeout) {
       ++kubelet_calls;
-      if (!pod_resources) throw k8s::GrpcError(k8s::GrpcFailure::Unreachable, "connect " + socket + ": refused");
+      if (!pod_resources)
+        throw kubelet::GrpcError(kubelet::GrpcFailure::Unreachable, "connect " + socket + ": refused");
       return pod_resources(socket, timeout);
     };
     s.environment = {"PATH=/usr/sbin:/usr/bin", "CNI_COMMAND=BOGUS", "CNI_IFNAME=bogus0", "HOME=/root"};

@@ -73,7 +73,7 @@ inline Json status_json(int code, const std::string& reason) {
 }
 
 inline void setup_kube(World& w) {
-  manifold::k8s::ClusterAuth auth;
+  manifold::http::ClusterAuth auth;
   auth.server = "https://10.96.0.1:443";
   auth.token = "s3cr3t-token";
   w.auth = auth;
@@ -96,14 +96,14 @@ inline std::string nad_path(const std::string& ns, const std::string& name) {
   return "/apis/k8s.cni.cncf.io/v1/namespaces/" + ns + "/network-attachment-definitions/" + name;
 }
 
-inline std::string header(const manifold::k8s::HttpRequest& r, const std::string& name) {
+inline std::string header(const manifold::http::HttpRequest& r, const std::string& name) {
   for (const auto& [k, v] : r.headers)
     if (k == name) return v;
   return "";
 }
 
 /// The network-status annotation carried by a PUT pods/status body.
-inline Json status_of_put(const manifold::k8s::HttpRequest& put) {
+inline Json status_of_put(const manifold::http::HttpRequest& put) {
   Json body = Json::parse(put.body);
   REQUIRE(body["metadata"]["annotations"].contains(manifold::k8s::kNetworkStatusAnnotation));
   return Json::parse(body["metadata"]["annotations"][manifold::k8s::kNetworkStatusAnnotation].get<std::string>());
