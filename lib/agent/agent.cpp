@@ -1,13 +1,13 @@
 // Implementation of the agent's loop: list, watch, handle events, retry, back off.
 #include "agent/agent.h"
 
+#include <optional>
 #include <set>
 #include <utility>
 
 #include "cni/error.h"
-#include "engine/pod_networks.h"
 #include "http/tls_session_store.h"
-#include "k8s/pod_object.h"
+#include "k8s/pod.h"
 #include "k8s/selection.h"
 #include "util/log.h"
 
@@ -17,8 +17,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// metadata.<key> of a Kubernetes object (a pod, a PodList, a bookmark's object).
-std::string metadata_string(const Json& object, const char* key) { return k8s::pod_metadata_string(object, key); }
+using k8s::metadata_string;
+
+/// `object` decoded as a pod; nullopt (logged) when it is not one the agent can work with.
+std::optional<k8s::Pod> decoded_pod(const Json& object) {
+  try {
+    return k8s::decode_pod(object);
+  } catch (const cni::CniError& e) {
+    util::log_error("agent: ignoring a pod: ", e.msg());
+    return std::nullopt;
+  }
+}
 
 double seconds_since(Clock::time_point start, Clock::time_point end) {
   return std::chrono::duration<double>(end - start).count();
@@ -142,9 +151,11 @@ bool Agent::list_and_reconcile() {
     if (!item.is_object()) continue;
     const std::string uid = metadata_string(item, "uid");
     if (uid.empty()) continue;
+    std::optional<k8s::Pod> pod = decoded_pod(item);
+    if (!pod) continue;
     PodState state;
     if (auto old = pods_.find(uid); old != pods_.end()) state = std::move(old->second);
-    state.pod = item;
+    state.pod = std::move(*pod);
     fresh.emplace(uid, std::move(state));
   }
   pods_ = std::move(fresh);
@@ -164,8 +175,7 @@ bool Agent::list_and_reconcile() {
   for (const CachedSandbox& s : sandboxes) cached.emplace(s.pod.namespace_, s.pod.name);
   for (auto& [uid, state] : pods_) {
     if (stop_()) break;
-    if (cached.count({metadata_string(state.pod, "namespace"), metadata_string(state.pod, "name")}) != 0)
-      reconcile_pod(uid);
+    if (cached.count({state.pod.namespace_, state.pod.name}) != 0) reconcile_pod(uid);
   }
   set_health(true, "");
   return true;
@@ -242,9 +252,9 @@ bool Agent::handle(const k8s::WatchEvent& event) {
   if (!rv.empty()) resource_version_ = rv;
   if (event.type == "DELETED") {
     pods_.erase(uid);
-  } else {
+  } else if (std::optional<k8s::Pod> pod = decoded_pod(event.object)) {
     PodState& state = pods_[uid];
-    state.pod = event.object;
+    state.pod = std::move(*pod);
     reconcile_pod(uid);
   }
   metrics_.pods_tracked.set(static_cast<double>(pods_.size()));
@@ -255,7 +265,7 @@ void Agent::reconcile_pod(const std::string& uid) {
   auto it = pods_.find(uid);
   if (it == pods_.end()) return;
   PodState& state = it->second;
-  const std::string annotation = engine::pod_annotation(state.pod, std::string(k8s::kNetworksAnnotation));
+  const std::string annotation = state.pod.annotation(k8s::kNetworksAnnotation);
   if (state.invalid_annotation && *state.invalid_annotation == annotation) return;  // told once; waits for a change
   state.invalid_annotation.reset();
   const Clock::time_point start = services_.clock->now();

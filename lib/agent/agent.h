@@ -21,6 +21,7 @@
 #include "engine/services.h"
 #include "http/retry.h"
 #include "k8s/api_client.h"
+#include "k8s/pod.h"
 #include "k8s/watch_stream.h"
 
 namespace manifold::agent {
@@ -58,7 +59,7 @@ class Agent {
  private:
   /// What the loop knows about one pod.
   struct PodState {
-    Json pod;                                          ///< the pod as last seen
+    k8s::Pod pod;                                      ///< the pod as last seen
     int failures = 0;                                  ///< reconciles failed in a row
     std::chrono::steady_clock::time_point retry_at{};  ///< next retry when failures > 0
     std::optional<std::string> invalid_annotation;     ///< the annotation found invalid, if any

@@ -19,7 +19,7 @@
 #include "engine/transaction.h"
 #include "k8s/isolation.h"
 #include "k8s/network_status.h"
-#include "k8s/pod_object.h"
+#include "k8s/pod.h"
 #include "k8s/selection.h"
 #include "util/log.h"
 
@@ -80,7 +80,7 @@ void detach(engine::Session& session, const engine::Services& services, const cn
 /// Sends the RemovedInterface events, then the AddedInterface events (as ADD sends them) of one
 /// reconcile; best effort, and the first failure ends the sending. `entry` is the entry they
 /// belong to.
-void send_change_events(engine::KubeAccess& kube, const cni::PodRef& ref, const Json& pod,
+void send_change_events(engine::KubeAccess& kube, const cni::PodRef& ref, const k8s::Pod& pod,
                         const store::ContainerRecord& entry, const std::vector<store::AttachmentRecord>& removed,
                         const std::vector<store::AttachmentRecord>& added) {
   std::size_t n = 0;
@@ -101,7 +101,7 @@ struct Change {
   engine::KubeAccess& kube;
   const cni::Invocation& inv;  ///< the ADD the entry records
   const cni::PodRef ref;
-  const Json& pod;
+  const k8s::Pod& pod;
   const std::string netns;                       ///< the sandbox's namespace, which exists
   store::ContainerRecord record;                 ///< the entry as it stands
   std::vector<store::AttachmentRecord> removed;  ///< detached so far
@@ -146,7 +146,7 @@ void apply_diff(Change& c, const NetworkDiff& diff, std::string& step) {
 bool write_status_if_changed(Change& c) {
   if (k8s::is_system_namespace(k8s::namespace_policy_from_config(c.session.config), c.ref.namespace_)) return false;
   std::string value = k8s::render_network_status(engine::status_inputs(c.record, *c.services.files));
-  if (value == engine::pod_annotation(c.pod, k8s::kNetworkStatusAnnotation)) return false;
+  if (value == c.pod.annotation(k8s::kNetworkStatusAnnotation)) return false;
   engine::write_network_status(c.kube, c.ref, c.pod, value);
   return true;
 }
@@ -159,14 +159,10 @@ std::optional<cni::Invocation> complete_entry_invocation(store::Cache& cache, co
   return engine::recorded_invocation(*record);
 }
 
-/// The pod's networks annotation, parsed; InvalidRequest when it cannot be.
-std::vector<k8s::SelectionElement> desired_networks(const Json& pod, const cni::PodRef& ref) {
-  try {
-    return k8s::parse_networks_annotation(engine::pod_annotation(pod, std::string(k8s::kNetworksAnnotation)),
-                                          ref.namespace_);
-  } catch (const CniError& e) {
-    throw InvalidRequest{e.msg()};
-  }
+/// The pod's networks annotation, as decoded; InvalidRequest when it could not be parsed.
+const std::vector<k8s::SelectionElement>& desired_networks(const k8s::Pod& pod) {
+  if (pod.networks_error) throw InvalidRequest{pod.networks_error->msg()};
+  return pod.networks;
 }
 
 /// Brings the entry of `c` in line with `desired`: the diff applied, then the network-status and the
@@ -233,11 +229,8 @@ std::vector<CachedSandbox> Reconciler::cached_sandboxes() {
   return out;
 }
 
-ReconcileOutcome Reconciler::reconcile(const Json& pod) {
+ReconcileOutcome Reconciler::reconcile(const k8s::Pod& pod) {
   ReconcileOutcome total;
-  const std::string ns = k8s::pod_metadata_string(pod, "namespace");
-  const std::string name = k8s::pod_metadata_string(pod, "name");
-  const std::string uid = k8s::pod_metadata_string(pod, "uid");
   std::vector<CachedSandbox> sandboxes;
   try {
     sandboxes = cached_sandboxes();
@@ -247,7 +240,8 @@ ReconcileOutcome Reconciler::reconcile(const Json& pod) {
     return total;
   }
   for (const CachedSandbox& s : sandboxes) {
-    if (s.pod.namespace_ != ns || s.pod.name != name || (!s.pod.uid.empty() && s.pod.uid != uid)) continue;
+    if (s.pod.namespace_ != pod.namespace_ || s.pod.name != pod.name || (!s.pod.uid.empty() && s.pod.uid != pod.uid))
+      continue;
     ReconcileOutcome one = reconcile_entry(s.key, pod);
     if (one.result == ReconcileResult::NotHere) continue;
     ++total.sandboxes;
@@ -263,7 +257,7 @@ ReconcileOutcome Reconciler::reconcile(const Json& pod) {
   return total;
 }
 
-ReconcileOutcome Reconciler::reconcile_entry(const store::EntryKey& key, const Json& pod) {
+ReconcileOutcome Reconciler::reconcile_entry(const store::EntryKey& key, const k8s::Pod& pod) {
   ReconcileOutcome out;
   std::optional<cni::Invocation> inv;
   try {
@@ -288,7 +282,7 @@ ReconcileOutcome Reconciler::reconcile_entry(const store::EntryKey& key, const J
     kube.emplace(services_, session.config);
     if (!kube->configured())
       throw CniError(ErrorCode::InvalidConfig, "the agent has no Kubernetes credentials (kubeconfig or in-cluster)");
-    const std::vector<k8s::SelectionElement> desired = desired_networks(pod, ref);  // checked before the lock
+    const std::vector<k8s::SelectionElement>& desired = desired_networks(pod);  // checked before the lock
 
     auto lock = session.cache->lock(inv->container_id);
     auto record = session.cache->load(key);  // again, under the lock: a DEL may have begun

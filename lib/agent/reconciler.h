@@ -14,6 +14,7 @@
 
 #include "cni/cni_args.h"
 #include "engine/services.h"
+#include "k8s/pod.h"
 #include "store/record.h"
 #include "util/json.h"
 
@@ -60,17 +61,17 @@ class Reconciler {
   Reconciler(const engine::Services& services, ReconcilerOptions options);
   Reconciler(const Reconciler&) = delete;  ///< its transport factory refers to this object
   Reconciler& operator=(const Reconciler&) = delete;
-  /// Brings every complete sandbox of `pod` (a Pod object as the API serves it) in line with its
+  /// Brings every complete sandbox of `pod` (as decoded from the watch or the list) in line with its
   /// networks annotation, then its network-status. Never throws for the pod's or the node's
   /// state: failures are in the outcome (and sent as Warning events where the pod can be told).
-  ReconcileOutcome reconcile(const Json& pod);
+  ReconcileOutcome reconcile(const k8s::Pod& pod);
   /// Every complete entry of the cache with the pod it belongs to (unreadable entries are skipped,
   /// logged). Lists the cache's keys on every call but reads only entries it has not seen complete
   /// before, so a watch event costs one directory listing, not one read per sandbox of the node.
   std::vector<CachedSandbox> cached_sandboxes();
 
  private:
-  ReconcileOutcome reconcile_entry(const store::EntryKey& key, const Json& pod);
+  ReconcileOutcome reconcile_entry(const store::EntryKey& key, const k8s::Pod& pod);
   store::Cache& cache();
 
   engine::Services services_;  ///< the caller's, with one kept-alive API connection for every reconcile

@@ -127,6 +127,58 @@ std::string config_version_of(const Json& config) {
   return it->get<std::string>();
 }
 
+/// The verb CNI_COMMAND names; CniError(InvalidEnv) when it is missing or unknown.
+Command command_of(const std::map<std::string, std::string>& env) {
+  Command command;
+  std::string command_text = env_or_empty(env, "CNI_COMMAND");
+  if (command_text.empty()) throw CniError(ErrorCode::InvalidEnv, "required env variables [CNI_COMMAND] missing");
+  if (!parse_command(command_text, command))
+    throw CniError(ErrorCode::InvalidEnv, "unknown CNI_COMMAND \"" + command_text.substr(0, 32) + "\"");
+  return command;
+}
+
+/// VERSION's answer. It may come with an empty or partial stdin; only the requested version matters.
+std::string version_answer(std::string_view stdin_data) {
+  std::string requested;
+  Json config = Json::parse(stdin_data.substr(0, kMaxStdinBytes), nullptr, false);
+  if (config.is_object() && config.contains("cniVersion") && config["cniVersion"].is_string())
+    requested = config["cniVersion"].get<std::string>();
+  return version_info_json(requested) + "\n";
+}
+
+/// Runs the handler of `inv`'s verb, once the config's version allows the verb.
+std::string run_verb(const Invocation& inv, const SpecVersion& version, Handlers& handlers) {
+  switch (inv.command) {
+    case Command::Add:
+      return handlers.add(inv);
+    case Command::Del:
+      return handlers.del(inv);
+    case Command::Check:
+      require_min_version(version, {0, 4, 0}, "CHECK");
+      return handlers.check(inv);
+    case Command::Gc:
+      require_min_version(version, {1, 1, 0}, "GC");
+      return handlers.gc(inv);
+    case Command::Status:
+      require_min_version(version, {1, 1, 0}, "STATUS");
+      return handlers.status(inv);
+    case Command::Version:
+      break;
+  }
+  return "";
+}
+
+/// The one place an error is printed: logged (`with_code`: prefixed with its code), and rendered as
+/// the spec's error object in the config's version (or the newest one).
+DispatchOutput error_output(const CniError& e, const std::string& config_version, bool with_code) {
+  if (with_code) {
+    util::log_error("CNI error ", e.code(), ": ", e.msg());
+  } else {
+    util::log_error(e.msg());
+  }
+  return {e.to_json(error_version(config_version)).dump(4, ' ', false, Json::error_handler_t::replace) + "\n", 1};
+}
+
 }  // namespace
 
 bool parse_command(std::string_view text, Command& out) {
@@ -168,61 +220,22 @@ DispatchOutput dispatch(const std::map<std::string, std::string>& env, std::stri
                         Handlers& handlers) {
   std::string config_version;
   try {
-    Command command;
-    std::string command_text = env_or_empty(env, "CNI_COMMAND");
-    if (command_text.empty()) throw CniError(ErrorCode::InvalidEnv, "required env variables [CNI_COMMAND] missing");
-    if (!parse_command(command_text, command))
-      throw CniError(ErrorCode::InvalidEnv, "unknown CNI_COMMAND \"" + command_text.substr(0, 32) + "\"");
-    if (command == Command::Version) {
-      // VERSION may come with an empty or partial stdin; only the requested version matters.
-      std::string requested;
-      Json config = Json::parse(stdin_data.substr(0, kMaxStdinBytes), nullptr, false);
-      if (config.is_object() && config.contains("cniVersion") && config["cniVersion"].is_string())
-        requested = config["cniVersion"].get<std::string>();
-      return {version_info_json(requested) + "\n", 0};
-    }
+    const Command command = command_of(env);
+    if (command == Command::Version) return {version_answer(stdin_data), 0};
     Json config = parse_config_object(stdin_data);
     config_version = config_version_of(config);
     SpecVersion version = require_supported_version(config_version);
     Invocation inv = build_invocation(env, stdin_data, command);
     inv.config = std::move(config);
     inv.version = version.str();
-    std::string out;
-    switch (command) {
-      case Command::Add:
-        out = handlers.add(inv);
-        break;
-      case Command::Del:
-        out = handlers.del(inv);
-        break;
-      case Command::Check:
-        require_min_version(version, {0, 4, 0}, "CHECK");
-        out = handlers.check(inv);
-        break;
-      case Command::Gc:
-        require_min_version(version, {1, 1, 0}, "GC");
-        out = handlers.gc(inv);
-        break;
-      case Command::Status:
-        require_min_version(version, {1, 1, 0}, "STATUS");
-        out = handlers.status(inv);
-        break;
-      case Command::Version:
-        break;
-    }
-    return {out, 0};
+    return {run_verb(inv, version, handlers), 0};
   } catch (const CniError& e) {
-    util::log_error("CNI error ", e.code(), ": ", e.msg());
-    return {e.to_json(error_version(config_version)).dump(4, ' ', false, Json::error_handler_t::replace) + "\n", 1};
+    return error_output(e, config_version, true);
   } catch (const util::IoError& e) {
-    CniError io(ErrorCode::Io, e.msg());
-    util::log_error("CNI error ", io.code(), ": ", io.msg());
-    return {io.to_json(error_version(config_version)).dump(4, ' ', false, Json::error_handler_t::replace) + "\n", 1};
+    return error_output(CniError(ErrorCode::Io, e.msg()), config_version, true);
   } catch (const std::exception& e) {
-    CniError wrapped(ErrorCode::Internal, std::string("internal error: ") + e.what());
-    util::log_error(wrapped.msg());
-    return {wrapped.to_json(error_version(config_version)).dump(4, ' ', false, Json::error_handler_t::replace) + "\n",
-            1};
+    return error_output(CniError(ErrorCode::Internal, std::string("internal error: ") + e.what()), config_version,
+                        false);
   }
 }
 

@@ -3,7 +3,6 @@
 #include "engine/devices.h"
 
 #include "cni/error.h"
-#include "k8s/pod_object.h"
 #include "kubelet/device_checkpoint.h"
 #include "kubelet/device_info.h"
 #include "kubelet/dra_devices.h"
@@ -34,7 +33,7 @@ class KubeDra final : public kubelet::DraApi {
   KubeAccess& kube_;
 };
 
-kubelet::DeviceTable checkpoint_table(const Services& services, const cni::MetaConfig& config, const Json& pod) {
+kubelet::DeviceTable checkpoint_table(const Services& services, const cni::MetaConfig& config, const k8s::Pod& pod) {
   const std::string& path = config.kubelet_checkpoint_file;
   if (!services.file_exists(path)) {
     util::log_verbose("no kubelet device checkpoint at ", path, ": no device-plugin devices");
@@ -48,18 +47,17 @@ kubelet::DeviceTable checkpoint_table(const Services& services, const cni::MetaC
   } catch (const util::IoError& e) {
     throw CniError(ErrorCode::DeviceUnavailable, "cannot read the kubelet device checkpoint: " + e.msg());
   }
-  return kubelet::checkpoint_devices(text, path, k8s::pod_metadata_string(pod, "uid"));
+  return kubelet::checkpoint_devices(text, path, pod.uid);
 }
 
 }  // namespace
 
-kubelet::DeviceTable kubelet_pod_devices(const Services& services, const cni::MetaConfig& config, const Json& pod) {
+kubelet::DeviceTable kubelet_pod_devices(const Services& services, const cni::MetaConfig& config, const k8s::Pod& pod) {
   const std::string& socket = config.pod_resources_socket;
   if (!socket.empty() && services.file_exists(socket)) {
     try {
       const std::string answer = services.list_pod_resources(socket, std::chrono::seconds(config.kubelet_timeout_s));
-      return kubelet::pod_resources_devices(answer, k8s::pod_metadata_string(pod, "namespace"),
-                                            k8s::pod_metadata_string(pod, "name"));
+      return kubelet::pod_resources_devices(answer, pod.namespace_, pod.name);
     } catch (const kubelet::GrpcError& e) {
       if (e.failure() != kubelet::GrpcFailure::Unreachable)
         throw CniError(ErrorCode::DeviceUnavailable,
@@ -72,12 +70,12 @@ kubelet::DeviceTable kubelet_pod_devices(const Services& services, const cni::Me
 }
 
 kubelet::DeviceAllocator pod_device_allocator(const Services& services, const cni::MetaConfig& config, KubeAccess& kube,
-                                              const Json& pod) {
+                                              const k8s::Pod& pod) {
   return kubelet::DeviceAllocator([&services, &config, &kube, &pod] {
     kubelet::DeviceTable table = kubelet_pod_devices(services, config, pod);
-    if (kubelet::pod_has_resource_claims(pod)) {
+    if (kubelet::pod_has_resource_claims(pod.object)) {
       KubeDra dra(kube);
-      kubelet::merge_device_tables(table, kubelet::dra_pod_devices(pod, dra));
+      kubelet::merge_device_tables(table, kubelet::dra_pod_devices(pod.object, dra));
     }
     return table;
   });

@@ -14,20 +14,20 @@
 #include "engine/attachment.h"
 #include "engine/kube_access.h"
 #include "engine/services.h"
+#include "k8s/pod.h"
 #include "kubelet/device_allocation.h"
-#include "util/json.h"
 
 namespace manifold::engine {
 
 /// The devices the kubelet allocated to `pod` (PodResources, else the checkpoint). Throws
 /// CniError(DeviceUnavailable) when the kubelet answers badly or not in time, CniError(Decoding)
 /// when the checkpoint is not one.
-kubelet::DeviceTable kubelet_pod_devices(const Services& services, const cni::MetaConfig& config, const Json& pod);
+kubelet::DeviceTable kubelet_pod_devices(const Services& services, const cni::MetaConfig& config, const k8s::Pod& pod);
 
 /// The allocator of `pod`'s devices, loading kubelet_pod_devices merged with DRA's (through `kube`)
 /// on the first request. `services`, `config`, `kube` and `pod` must outlive it.
 kubelet::DeviceAllocator pod_device_allocator(const Services& services, const cni::MetaConfig& config, KubeAccess& kube,
-                                              const Json& pod);
+                                              const k8s::Pod& pod);
 
 /// Copies the device plugin's device-info file of `a`'s device to `a.device_info_file` (mode 0444),
 /// as the content decodes; a missing, oversized or malformed file is logged and skipped. Never

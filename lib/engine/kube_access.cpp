@@ -77,8 +77,8 @@ auto KubeAccess::call(F&& f) {
   return f(c);
 }
 
-Json KubeAccess::get_pod(const std::string& ns, const std::string& name) {
-  return call([&](k8s::ApiClient& c) { return c.get_pod(ns, name); });
+k8s::Pod KubeAccess::get_pod(const std::string& ns, const std::string& name) {
+  return k8s::decode_pod(call([&](k8s::ApiClient& c) { return c.get_pod(ns, name); }), ns, name);
 }
 
 Json KubeAccess::get_nad(const std::string& ns, const std::string& name) {

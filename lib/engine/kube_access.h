@@ -17,6 +17,7 @@
 #include "http/kubeconfig.h"
 #include "http/retry.h"
 #include "k8s/api_client.h"
+#include "k8s/pod.h"
 
 namespace manifold::engine {
 
@@ -33,8 +34,8 @@ class KubeAccess {
 
   /// True when a kubeconfig or the in-cluster service account was found.
   bool configured() const { return auth_.has_value(); }
-  /// GET the pod.
-  Json get_pod(const std::string& ns, const std::string& name);
+  /// GET the pod, decoded (k8s/pod.h: CniError(Decoding) for an answer of the wrong shape).
+  k8s::Pod get_pod(const std::string& ns, const std::string& name);
   /// GET a NetworkAttachmentDefinition.
   Json get_nad(const std::string& ns, const std::string& name);
   /// GET every NetworkAttachmentDefinition of `keys` in one batch (one round trip): one outcome per

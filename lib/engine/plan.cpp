@@ -30,14 +30,14 @@ void narrow_no_default_routes(std::vector<scoping::ScopingPlan>& plans) {
 
 }  // namespace
 
-std::optional<Json> lookup_pod(KubeAccess& kube, const cni::Invocation& inv) {
+std::optional<k8s::Pod> lookup_pod(KubeAccess& kube, const cni::Invocation& inv) {
   auto ref = cni::pod_ref_from(inv.args);
   if (!kube.configured() || !ref.known()) return std::nullopt;
   return fetch_pod(kube, ref);
 }
 
 std::vector<Attachment> resolve_attachments(const Services& services, const Session& session, KubeAccess& kube,
-                                            const cni::Invocation& inv, const std::optional<Json>& pod,
+                                            const cni::Invocation& inv, const std::optional<k8s::Pod>& pod,
                                             Resolution mode) {
   if (!pod) return resolve_static_attachments(session.config, inv);
   auto devices = pod_device_allocator(services, session.config, kube, *pod);
@@ -70,7 +70,7 @@ std::vector<scoping::ScopingPlan> plan_attachments_scoping(const Json& top_scopi
 }
 
 Plan plan_add(const Services& services, const Session& session, KubeAccess& kube, const cni::Invocation& inv,
-              const std::optional<Json>& pod) {
+              const std::optional<k8s::Pod>& pod) {
   Plan plan;
   plan.attachments = resolve_attachments(services, session, kube, inv, pod);
   plan.scoping = plan_attachments_scoping(session.config.scoping, plan.attachments);  // a bad key is 7

@@ -16,6 +16,7 @@
 #include "engine/pod_networks.h"
 #include "engine/services.h"
 #include "engine/session.h"
+#include "k8s/pod.h"
 #include "scoping/scoping.h"
 #include "store/record.h"
 #include "util/json.h"
@@ -29,11 +30,11 @@ struct Plan {
 };
 
 /// The pod of the call, when Kubernetes is configured and CNI_ARGS names one (GET pod, UID checked).
-std::optional<Json> lookup_pod(KubeAccess& kube, const cni::Invocation& inv);
+std::optional<k8s::Pod> lookup_pod(KubeAccess& kube, const cni::Invocation& inv);
 
 /// Every attachment of the call: from the pod and its NADs when there is one, else from the config.
 std::vector<Attachment> resolve_attachments(const Services& services, const Session& session, KubeAccess& kube,
-                                            const cni::Invocation& inv, const std::optional<Json>& pod,
+                                            const cni::Invocation& inv, const std::optional<k8s::Pod>& pod,
                                             Resolution mode = Resolution::Strict);
 
 /// Strips the scoping keys from every attachment's delegate and plans each one (index-aligned with
@@ -45,7 +46,7 @@ std::vector<scoping::ScopingPlan> plan_attachments_scoping(const Json& top_scopi
 
 /// The whole ADD plan: resolution, scoping plans and the plugin preflight.
 Plan plan_add(const Services& services, const Session& session, KubeAccess& kube, const cni::Invocation& inv,
-              const std::optional<Json>& pod);
+              const std::optional<k8s::Pod>& pod);
 
 /// The records a DEL without a usable cache entry works from: `attachments` as they would have
 /// been added (delegate config as prepared for them, planned scoping state), without results.

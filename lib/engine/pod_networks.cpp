@@ -4,6 +4,7 @@
 #include "engine/pod_networks.h"
 
 #include <map>
+#include <optional>
 
 #include "cni/conf_files.h"
 #include "cni/error.h"
@@ -11,7 +12,6 @@
 #include "engine/pod_status.h"
 #include "k8s/isolation.h"
 #include "k8s/nad_config.h"
-#include "k8s/pod_object.h"
 #include "k8s/selection.h"
 #include "kubelet/device_info.h"
 #include "util/log.h"
@@ -106,17 +106,81 @@ Attachment nad_attachment(const cni::MetaConfig& config, const cni::Invocation& 
   return a;
 }
 
-// Every NAD an ADD of `pod` reads, so that all are fetched in one round trip before resolution asks
-// for them one by one. Whatever cannot be parsed is left for the resolution to report, and nothing
-// outside the namespaces isolation allows is named; in strict mode a violation names nothing at all
-// (the ADD fails without reading a NAD).
-std::vector<k8s::ObjectKey> nads_of_pod(const cni::MetaConfig& config, const cni::PodRef& ref, const Json& pod,
-                                        const k8s::NamespacePolicy& policy, bool strict) {
+// One pod's resolution, step by step in Multus's order: the cluster network, defaultNetworks and
+// the remaining inline delegates, the pod's networks annotation, the auxiliary chain; then the
+// interface names. Every NAD these steps read is fetched up front, in one batch. In best-effort mode
+// a network that cannot be resolved keeps its place (so the others keep their interface names) and
+// is dropped once names are assigned.
+class PodResolution {
+ public:
+  PodResolution(const cni::MetaConfig& config, const cni::Invocation& inv, KubeAccess& kube, const k8s::Pod& pod,
+                kubelet::DeviceAllocator& devices, Resolution mode)
+      : config_(config),
+        inv_(inv),
+        kube_(kube),
+        pod_(pod),
+        devices_(devices),
+        strict_(mode == Resolution::Strict),
+        ref_(cni::pod_ref_from(inv.args)),
+        policy_(k8s::namespace_policy_from_config(config)),
+        nads_(kube, config) {
+    const std::string& value = pod.annotation(k8s::kDefaultNetworkAnnotation);
+    if (value.empty()) return;
+    try {
+      override_ = k8s::parse_default_network_annotation(value, config.multus_namespace);
+    } catch (const CniError& e) {
+      override_error_ = e;
+    }
+  }
+
+  std::vector<Attachment> run() {
+    nads_.prefetch(nads_named());
+    add_cluster_network();
+    add_default_networks();
+    add_selected_networks();
+    if (auto aux = auxiliary_chain(config_)) add(aux->name, false, [&] { return *aux; });
+    return named_attachments();
+  }
+
+ private:
+  bool has_override() const { return override_ || override_error_; }
+  std::vector<k8s::ObjectKey> nads_named() const;
+  template <class Make>
+  void add(const std::string& what, bool cluster, Make&& make);
+  const Json& fetch_nad(const k8s::SelectionElement& e);
+  Attachment from_nad(const k8s::SelectionElement& e, bool cluster) {
+    return nad_attachment(config_, inv_, nads_, fetch_nad(e), e, cluster, devices_, strict_);
+  }
+  void add_cluster_network();
+  void add_default_networks();
+  void add_selected_networks();
+  std::vector<Attachment> named_attachments();
+
+  const cni::MetaConfig& config_;
+  const cni::Invocation& inv_;
+  KubeAccess& kube_;
+  const k8s::Pod& pod_;
+  kubelet::DeviceAllocator& devices_;
+  const bool strict_;
+  const cni::PodRef ref_;
+  const k8s::NamespacePolicy policy_;
+  NadResolver nads_;
+  std::optional<k8s::SelectionElement> override_;  ///< the default-network annotation, parsed
+  std::optional<CniError> override_error_;         ///< why it could not be parsed
+  std::vector<Attachment> out_;
+  std::vector<bool> skipped_;
+};
+
+// Every NAD the steps read, so that all are fetched in one round trip before they ask for them one
+// by one. Whatever cannot be parsed is left for its step to report, and nothing outside the
+// namespaces isolation allows is named; in strict mode a violation names nothing at all (the ADD
+// fails without reading a NAD).
+std::vector<k8s::ObjectKey> PodResolution::nads_named() const {
   std::vector<k8s::ObjectKey> keys;
   bool violation = false;
   auto allowed = [&](const std::string& ns) {
     try {
-      k8s::check_isolation(policy, ref.namespace_, ns);
+      k8s::check_isolation(policy_, ref_.namespace_, ns);
       return true;
     } catch (const CniError&) {
       violation = true;
@@ -124,34 +188,131 @@ std::vector<k8s::ObjectKey> nads_of_pod(const cni::MetaConfig& config, const cni
     }
   };
   auto named = [&](const std::string& value) {
-    if (auto key = named_nad(config, value)) keys.push_back(*key);
+    if (auto key = named_nad(config_, value)) keys.push_back(*key);
   };
-  try {
-    std::string override_value = pod_annotation(pod, std::string(k8s::kDefaultNetworkAnnotation));
-    if (!override_value.empty()) {
-      auto e = k8s::parse_default_network_annotation(override_value, config.multus_namespace);
-      if (e.namespace_ == config.multus_namespace || allowed(e.namespace_)) keys.push_back({e.namespace_, e.name});
-    } else {
-      named(config.cluster_network);
-    }
-  } catch (const CniError&) {}
-  if (!k8s::is_system_namespace(policy, ref.namespace_))
-    for (const auto& name : config.default_networks) named(name);
-  try {
-    for (const auto& e :
-         k8s::parse_networks_annotation(pod_annotation(pod, std::string(k8s::kNetworksAnnotation)), ref.namespace_))
-      if (allowed(e.namespace_)) keys.push_back({e.namespace_, e.name});
-  } catch (const CniError&) {}
-  if (strict && violation) return {};
+  if (override_) {
+    if (override_->namespace_ == config_.multus_namespace || allowed(override_->namespace_))
+      keys.push_back({override_->namespace_, override_->name});
+  } else if (!has_override()) {
+    named(config_.cluster_network);
+  }
+  if (!k8s::is_system_namespace(policy_, ref_.namespace_))
+    for (const auto& name : config_.default_networks) named(name);
+  for (const auto& e : pod_.networks)
+    if (allowed(e.namespace_)) keys.push_back({e.namespace_, e.name});
+  if (strict_ && violation) return {};
   return keys;
+}
+
+// Adds the attachment `make` builds; in best-effort mode a failure leaves a placeholder.
+template <class Make>
+void PodResolution::add(const std::string& what, bool cluster, Make&& make) {
+  if (strict_) {
+    out_.push_back(make());
+    skipped_.push_back(false);
+    return;
+  }
+  try {
+    out_.push_back(make());
+    skipped_.push_back(false);
+  } catch (const CniError& e) {
+    util::log_warning("skipping network ", what, ", which cannot be resolved: ", e.msg());
+    Attachment placeholder;
+    placeholder.name = what;
+    placeholder.cluster_network = cluster;
+    out_.push_back(std::move(placeholder));
+    skipped_.push_back(true);
+  }
+}
+
+// A missing NAD is also told to the pod's owner, as Multus does: a Warning Event NoNetworkFound.
+const Json& PodResolution::fetch_nad(const k8s::SelectionElement& e) {
+  try {
+    return *nads_.fetch(e.namespace_, e.name, false);  // never null: missing throws
+  } catch (const CniError& err) {
+    if (err.code() == static_cast<unsigned>(ErrorCode::NetworkNotFound) && strict_)
+      send_warning_event(kube_, ref_, pod_, "NoNetworkFound", err.msg());
+    throw;
+  }
+}
+
+// 1. The cluster network: the default-network annotation, else clusterNetwork, else the first delegate.
+void PodResolution::add_cluster_network() {
+  if (has_override()) {
+    if (override_error_) throw *override_error_;
+    const k8s::SelectionElement& e = *override_;
+    // Unlike Multus, isolation also binds the default-network annotation (otherwise a pod could
+    // pick any namespace's NAD as its cluster network); the multusNamespace, where operators keep
+    // the cluster networks this annotation names by default, stays allowed.
+    auto check = [&] {
+      if (e.namespace_ != config_.multus_namespace) k8s::check_isolation(policy_, ref_.namespace_, e.namespace_);
+    };
+    if (strict_) check();
+    add(e.namespace_ + "/" + e.name, true, [&] {
+      check();
+      return from_nad(e, true);
+    });
+  } else if (!config_.cluster_network.empty()) {
+    add(config_.cluster_network, true,
+        [&] { return resolve_named_network(config_.cluster_network, true, config_, nads_); });
+  } else {
+    Attachment a = inline_attachment(config_, 0);
+    add(a.name, true, [&] { return a; });
+  }
+}
+
+// 2. defaultNetworks (and the remaining inline delegates), except for system namespaces.
+void PodResolution::add_default_networks() {
+  if (!k8s::is_system_namespace(policy_, ref_.namespace_)) {
+    for (const auto& name : config_.default_networks)
+      add(name, false, [&] { return resolve_named_network(name, false, config_, nads_); });
+  }
+  if (config_.cluster_network.empty())
+    for (size_t i = 1; i < config_.delegates.size(); ++i) {
+      Attachment a = inline_attachment(config_, i);
+      add(a.name, false, [&] { return a; });
+    }
+}
+
+// 3. The pod's networks annotation. Namespace isolation is checked for every element before any
+// NAD is read, so a violation reads nothing across namespaces.
+void PodResolution::add_selected_networks() {
+  if (pod_.networks_error) {
+    if (strict_) throw *pod_.networks_error;
+    util::log_warning("skipping the pod's networks annotation, which cannot be parsed: ", pod_.networks_error->msg());
+  }
+  if (strict_)
+    for (const auto& e : pod_.networks) k8s::check_isolation(policy_, ref_.namespace_, e.namespace_);
+  for (const auto& e : pod_.networks)
+    add(e.namespace_ + "/" + e.name, false, [&] {
+      k8s::check_isolation(policy_, ref_.namespace_, e.namespace_);
+      Attachment a = from_nad(e, false);
+      a.selection = k8s::selection_record(e);
+      return a;
+    });
+}
+
+// Interface names assigned in order, the unresolved placeholders dropped, and each device network's
+// device-info file named after its final interface.
+std::vector<Attachment> PodResolution::named_attachments() {
+  assign_interface_names(out_, inv_.ifname);
+  std::vector<Attachment> kept;
+  for (size_t i = 0; i < out_.size(); ++i) {
+    if (skipped_[i]) continue;
+    Attachment& a = out_[i];
+    if (!a.device_info_file.empty()) {
+      a.device_info_file = device_info_path(config_, inv_, a);
+      a.runtime_config["CNIDeviceInfoFile"] = a.device_info_file;
+    }
+    kept.push_back(std::move(a));
+  }
+  return kept;
 }
 
 }  // namespace
 
-std::string pod_annotation(const Json& pod, const std::string& key) { return k8s::pod_annotation_value(pod, key); }
-
-Json fetch_pod(KubeAccess& kube, const cni::PodRef& ref) {
-  Json pod;
+k8s::Pod fetch_pod(KubeAccess& kube, const cni::PodRef& ref) {
+  std::optional<k8s::Pod> pod;
   try {
     pod = kube.get_pod(ref.namespace_, ref.name);
   } catch (const k8s::ApiError& e) {
@@ -160,129 +321,18 @@ Json fetch_pod(KubeAccess& kube, const cni::PodRef& ref) {
                                                 " does not exist in the Kubernetes API; not attaching it");
     throw;
   }
-  k8s::validate_pod_object(pod, ref.namespace_, ref.name);
-  std::string uid = k8s::pod_metadata_string(pod, "uid");
   // Static pods (from a file or URL on the node) have a mirror pod with another UID; only those are
   // exempt, as in Multus: a pod whose source is "api" is checked like any other.
-  const std::string source = pod_annotation(pod, "kubernetes.io/config.source");
-  bool static_pod = !source.empty() && source != "api";
-  if (!ref.uid.empty() && uid != ref.uid && !static_pod)
-    throw CniError(ErrorCode::Kubernetes, "expected pod UID \"" + ref.uid + "\" but got \"" + uid +
+  if (!ref.uid.empty() && pod->uid != ref.uid && !pod->is_static())
+    throw CniError(ErrorCode::Kubernetes, "expected pod UID \"" + ref.uid + "\" but got \"" + pod->uid +
                                               "\" from the Kubernetes API for pod " + ref.namespace_ + "/" + ref.name);
-  return pod;
+  return std::move(*pod);
 }
 
 std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, const cni::Invocation& inv,
-                                                KubeAccess& kube, const Json& pod, kubelet::DeviceAllocator& devices,
-                                                Resolution mode) {
-  auto ref = cni::pod_ref_from(inv.args);
-  auto policy = k8s::namespace_policy_from_config(config);
-  NadResolver nads(kube, config);
-  nads.prefetch(nads_of_pod(config, ref, pod, policy, mode == Resolution::Strict));
-  std::vector<Attachment> out;
-  std::vector<bool> skipped;
-
-  // Adds the attachment `make` builds. In best-effort mode a network that cannot be resolved keeps
-  // its place (so the others keep their interface names) and is dropped once names are assigned.
-  auto add = [&](const std::string& what, bool cluster, auto&& make) {
-    if (mode == Resolution::Strict) {
-      out.push_back(make());
-      skipped.push_back(false);
-      return;
-    }
-    try {
-      out.push_back(make());
-      skipped.push_back(false);
-    } catch (const CniError& e) {
-      util::log_warning("skipping network ", what, ", which cannot be resolved: ", e.msg());
-      Attachment placeholder;
-      placeholder.name = what;
-      placeholder.cluster_network = cluster;
-      out.push_back(std::move(placeholder));
-      skipped.push_back(true);
-    }
-  };
-  // A missing NAD is also told to the pod's owner, as Multus does: a Warning Event NoNetworkFound.
-  auto fetch_nad = [&](const k8s::SelectionElement& e) -> const Json& {
-    try {
-      return *nads.fetch(e.namespace_, e.name, false);  // never null: missing throws
-    } catch (const CniError& err) {
-      if (err.code() == static_cast<unsigned>(ErrorCode::NetworkNotFound) && mode == Resolution::Strict)
-        send_warning_event(kube, ref, pod, "NoNetworkFound", err.msg());
-      throw;
-    }
-  };
-  auto from_nad = [&](const k8s::SelectionElement& e, bool cluster) {
-    return nad_attachment(config, inv, nads, fetch_nad(e), e, cluster, devices, mode == Resolution::Strict);
-  };
-
-  // 1. The cluster network.
-  std::string override_value = pod_annotation(pod, std::string(k8s::kDefaultNetworkAnnotation));
-  if (!override_value.empty()) {
-    auto e = k8s::parse_default_network_annotation(override_value, config.multus_namespace);
-    // Unlike Multus, isolation also binds the default-network annotation (otherwise a pod could
-    // pick any namespace's NAD as its cluster network); the multusNamespace, where operators keep
-    // the cluster networks this annotation names by default, stays allowed.
-    auto check = [&] {
-      if (e.namespace_ != config.multus_namespace) k8s::check_isolation(policy, ref.namespace_, e.namespace_);
-    };
-    if (mode == Resolution::Strict) check();
-    add(e.namespace_ + "/" + e.name, true, [&] {
-      check();
-      return from_nad(e, true);
-    });
-  } else if (!config.cluster_network.empty()) {
-    add(config.cluster_network, true,
-        [&] { return resolve_named_network(config.cluster_network, true, config, nads); });
-  } else {
-    Attachment a = inline_attachment(config, 0);
-    add(a.name, true, [&] { return a; });
-  }
-
-  // 2. defaultNetworks (and the remaining inline delegates), except for system namespaces.
-  if (!k8s::is_system_namespace(policy, ref.namespace_)) {
-    for (const auto& name : config.default_networks)
-      add(name, false, [&] { return resolve_named_network(name, false, config, nads); });
-  }
-  if (config.cluster_network.empty())
-    for (size_t i = 1; i < config.delegates.size(); ++i) {
-      Attachment a = inline_attachment(config, i);
-      add(a.name, false, [&] { return a; });
-    }
-
-  // 3. The pod's networks annotation. Namespace isolation is checked for every element before any
-  // NAD is read, so a violation reads nothing across namespaces.
-  std::vector<k8s::SelectionElement> elements;
-  try {
-    elements =
-        k8s::parse_networks_annotation(pod_annotation(pod, std::string(k8s::kNetworksAnnotation)), ref.namespace_);
-  } catch (const CniError& e) {
-    if (mode == Resolution::Strict) throw;
-    util::log_warning("skipping the pod's networks annotation, which cannot be parsed: ", e.msg());
-  }
-  if (mode == Resolution::Strict)
-    for (const auto& e : elements) k8s::check_isolation(policy, ref.namespace_, e.namespace_);
-  for (const auto& e : elements)
-    add(e.namespace_ + "/" + e.name, false, [&] {
-      k8s::check_isolation(policy, ref.namespace_, e.namespace_);
-      Attachment a = from_nad(e, false);
-      a.selection = k8s::selection_record(e);
-      return a;
-    });
-
-  if (auto aux = auxiliary_chain(config)) add(aux->name, false, [&] { return *aux; });
-  assign_interface_names(out, inv.ifname);
-  std::vector<Attachment> kept;
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (skipped[i]) continue;
-    Attachment& a = out[i];
-    if (!a.device_info_file.empty()) {
-      a.device_info_file = device_info_path(config, inv, a);
-      a.runtime_config["CNIDeviceInfoFile"] = a.device_info_file;
-    }
-    kept.push_back(std::move(a));
-  }
-  return kept;
+                                                KubeAccess& kube, const k8s::Pod& pod,
+                                                kubelet::DeviceAllocator& devices, Resolution mode) {
+  return PodResolution(config, inv, kube, pod, devices, mode).run();
 }
 
 Attachment resolve_selected_network(const cni::MetaConfig& config, const cni::Invocation& inv, KubeAccess& kube,

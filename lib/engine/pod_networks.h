@@ -12,15 +12,16 @@
 #include "cni/skel.h"
 #include "engine/attachment.h"
 #include "engine/kube_access.h"
+#include "k8s/pod.h"
 #include "k8s/selection.h"
 #include "kubelet/device_allocation.h"
 #include "util/json.h"
 
 namespace manifold::engine {
 
-/// Fetches the pod named by CNI_ARGS and checks its UID against K8S_POD_UID (static pods, marked by
-/// the kubernetes.io/config.source annotation, are exempt). A missing pod is an error naming it.
-Json fetch_pod(KubeAccess& kube, const cni::PodRef& ref);
+/// Fetches the pod named by CNI_ARGS, decoded, and checks its UID against K8S_POD_UID (static pods,
+/// marked by the kubernetes.io/config.source annotation, are exempt). A missing pod is an error naming it.
+k8s::Pod fetch_pod(KubeAccess& kube, const cni::PodRef& ref);
 
 /// How resolve_pod_attachments treats a network it cannot resolve.
 enum class Resolution {
@@ -31,7 +32,8 @@ enum class Resolution {
 
 /// Resolves every attachment of `pod`. `devices` hands out kubelet-allocated device IDs.
 std::vector<Attachment> resolve_pod_attachments(const cni::MetaConfig& config, const cni::Invocation& inv,
-                                                KubeAccess& kube, const Json& pod, kubelet::DeviceAllocator& devices,
+                                                KubeAccess& kube, const k8s::Pod& pod,
+                                                kubelet::DeviceAllocator& devices,
                                                 Resolution mode = Resolution::Strict);
 
 /// The attachment of one element of the pod's networks annotation as ADD resolves it (namespace
@@ -46,8 +48,5 @@ Attachment resolve_selected_network(const cni::MetaConfig& config, const cni::In
 /// (k8s::ApiError) when a NAD cannot be read, CniError(NetworkNotFound) when a network is missing.
 std::vector<Attachment> resolve_configured_attachments(const cni::MetaConfig& config, const cni::Invocation& inv,
                                                        KubeAccess& kube);
-
-/// The pod's annotation `key`, or "" when absent (or not a string).
-std::string pod_annotation(const Json& pod, const std::string& key);
 
 }  // namespace manifold::engine

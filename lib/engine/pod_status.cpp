@@ -11,7 +11,7 @@
 #include "cni/result_codec.h"
 #include "k8s/api_client.h"
 #include "k8s/isolation.h"
-#include "k8s/pod_object.h"
+#include "k8s/pod.h"
 #include "kubelet/device_info.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -36,13 +36,8 @@ Json read_device_info(util::FileReader& files, const std::string& path) {
   }
 }
 
-std::string string_at(const Json& j, const char* a, const char* b) {
-  if (!j.contains(a) || !j[a].is_object() || !j[a].contains(b) || !j[a][b].is_string()) return "";
-  return j[a][b].get<std::string>();
-}
-
 // One AddedInterface event per attachment, named apart.
-std::vector<Json> added_events(const cni::PodRef& ref, const Json& pod, const store::ContainerRecord& record,
+std::vector<Json> added_events(const cni::PodRef& ref, const k8s::Pod& pod, const store::ContainerRecord& record,
                                const std::vector<cni::Result>& results) {
   if (results.size() != record.attachments.size())
     throw cni::CniError(cni::ErrorCode::Internal, "added_events: " + std::to_string(results.size()) +
@@ -121,22 +116,25 @@ std::vector<k8s::StatusInput> status_inputs(const store::ContainerRecord& record
   return out;
 }
 
-void write_network_status(KubeAccess& kube, const cni::PodRef& ref, Json pod, const std::string& value,
+void write_network_status(KubeAccess& kube, const cni::PodRef& ref, const k8s::Pod& pod, const std::string& value,
                           const std::vector<Json>& events) {
+  // The PUT sends back the object as read (every field the API server returned), only the annotation
+  // changed; its resourceVersion makes a concurrent update a conflict, after which the pod is read again.
+  Json object = pod.object;
   for (int attempt = 0;; ++attempt) {
-    if (!pod.contains("metadata") || !pod["metadata"].is_object())
+    if (!object.contains("metadata") || !object["metadata"].is_object())
       throw cni::CniError(cni::ErrorCode::Kubernetes, "pod " + ref.namespace_ + "/" + ref.name + " has no metadata");
-    Json& meta = pod["metadata"];
+    Json& meta = object["metadata"];
     if (!meta.contains("annotations") || !meta["annotations"].is_object()) meta["annotations"] = Json::object();
     meta["annotations"][k8s::kNetworkStatusAnnotation] = value;
     try {
       if (attempt == 0 && !events.empty()) {
         // The events ride behind the first PUT, in its round trip.
-        auto outcomes = kube.update_pod_status_with_events(ref.namespace_, ref.name, pod, events);
+        auto outcomes = kube.update_pod_status_with_events(ref.namespace_, ref.name, object, events);
         report_event_failures(outcomes, 1, events);
         std::move(outcomes.front()).take();
       } else {
-        kube.update_pod_status(ref.namespace_, ref.name, pod);
+        kube.update_pod_status(ref.namespace_, ref.name, object);
       }
       return;
     } catch (const k8s::ApiError& e) {
@@ -147,17 +145,16 @@ void write_network_status(KubeAccess& kube, const cni::PodRef& ref, Json pod, co
                 (e.conflict() ? " (" + std::to_string(kStatusConflictRetries) + " conflicting updates in a row)"
                               : std::string()));
       util::log_verbose("network-status update of ", ref.namespace_, "/", ref.name, " conflicted; re-reading the pod");
-      std::string uid = k8s::pod_metadata_string(pod, "uid");
-      pod = kube.get_pod(ref.namespace_, ref.name);
-      k8s::validate_pod_object(pod, ref.namespace_, ref.name);
-      if (k8s::pod_metadata_string(pod, "uid") != uid)
+      k8s::Pod fresh = kube.get_pod(ref.namespace_, ref.name);
+      if (fresh.uid != pod.uid)
         throw cni::CniError(cni::ErrorCode::Kubernetes, "error setting the network status of pod " + ref.namespace_ +
                                                             "/" + ref.name + ": the pod was replaced during the ADD");
+      object = std::move(fresh.object);
     }
   }
 }
 
-void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod,
+void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const k8s::Pod& pod,
                        const store::ContainerRecord& record) {
   std::vector<cni::Result> results;
   results.reserve(record.attachments.size());
@@ -171,7 +168,7 @@ void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod
   send_added_events(kube, ref, pod, record, results);
 }
 
-Json pod_event(const cni::PodRef& ref, const Json& pod, const std::string& reason, const std::string& type) {
+Json pod_event(const cni::PodRef& ref, const k8s::Pod& pod, const std::string& reason, const std::string& type) {
   std::string stamp = util::rfc3339_now();
   stamp = stamp.substr(0, 19) + "Z";  // Kubernetes Time has second precision
   char host[256] = {};
@@ -184,8 +181,8 @@ Json pod_event(const cni::PodRef& ref, const Json& pod, const std::string& reaso
             {"kind", "Pod"},
             {"namespace", ref.namespace_},
             {"name", ref.name},
-            {"uid", string_at(pod, "metadata", "uid")},
-            {"resourceVersion", string_at(pod, "metadata", "resourceVersion")}}},
+            {"uid", pod.uid},
+            {"resourceVersion", pod.resource_version}}},
           {"reason", reason},
           {"message", ""},
           {"type", type},
@@ -205,7 +202,7 @@ std::string event_name(const cni::PodRef& ref, std::size_t n) {
   return ref.name + suffix;
 }
 
-bool send_event(KubeAccess& kube, const cni::PodRef& ref, const Json& pod, const std::string& reason,
+bool send_event(KubeAccess& kube, const cni::PodRef& ref, const k8s::Pod& pod, const std::string& reason,
                 const std::string& type, const std::string& message, std::size_t n) {
   Json ev = pod_event(ref, pod, reason, type);
   ev["metadata"]["name"] = event_name(ref, n);
@@ -219,13 +216,13 @@ bool send_event(KubeAccess& kube, const cni::PodRef& ref, const Json& pod, const
   }
 }
 
-void send_warning_event(KubeAccess& kube, const cni::PodRef& ref, const Json& pod, const std::string& reason,
+void send_warning_event(KubeAccess& kube, const cni::PodRef& ref, const k8s::Pod& pod, const std::string& reason,
                         const std::string& message) {
   send_event(kube, ref, pod, reason, "Warning", message, 0);
 }
 
-void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod, const store::ContainerRecord& record,
-                       const std::vector<cni::Result>& results) {
+void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const k8s::Pod& pod,
+                       const store::ContainerRecord& record, const std::vector<cni::Result>& results) {
   std::vector<Json> events = added_events(ref, pod, record, results);
   if (events.empty()) return;
   try {
@@ -236,7 +233,7 @@ void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod
 }
 
 void publish_status(KubeAccess& kube, util::FileReader& files, const cni::MetaConfig& config,
-                    const cni::Invocation& inv, const Json& pod, const store::ContainerRecord& record,
+                    const cni::Invocation& inv, const k8s::Pod& pod, const store::ContainerRecord& record,
                     const std::vector<cni::Result>& results) {
   auto ref = cni::pod_ref_from(inv.args);
   auto policy = k8s::namespace_policy_from_config(config);

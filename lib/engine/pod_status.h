@@ -13,6 +13,7 @@
 #include "cni/skel.h"
 #include "cni/result.h"
 #include "k8s/network_status.h"
+#include "k8s/pod.h"
 #include "engine/kube_access.h"
 #include "store/record.h"
 #include "util/file_reader.h"
@@ -32,34 +33,35 @@ std::vector<k8s::StatusInput> status_inputs(const store::ContainerRecord& record
 /// and sends the AddedInterface events (for all pods). `results[i]` is the decoded result of
 /// `record.attachments[i]`; `pod` is the pod as fetched at the start.
 void publish_status(KubeAccess& kube, util::FileReader& files, const cni::MetaConfig& config,
-                    const cni::Invocation& inv, const Json& pod, const store::ContainerRecord& record,
+                    const cni::Invocation& inv, const k8s::Pod& pod, const store::ContainerRecord& record,
                     const std::vector<cni::Result>& results);
 
 /// Writes the network-status annotation. `pod` is the pod as fetched at the start of the ADD.
 /// `events` are POSTed behind the first PUT in the same batch (once each; failures only logged).
-void write_network_status(KubeAccess& kube, const cni::PodRef& ref, Json pod, const std::string& value,
+void write_network_status(KubeAccess& kube, const cni::PodRef& ref, const k8s::Pod& pod, const std::string& value,
                           const std::vector<Json>& events = {});
 
 /// Sends one AddedInterface Event per attachment, all in one batch, one attempt each; failures are
 /// logged (Events are best effort and never fail or delay the ADD).
-void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod, const store::ContainerRecord& record);
+void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const k8s::Pod& pod,
+                       const store::ContainerRecord& record);
 
 /// An Event about the pod with `reason` and `type` ("Normal", "Warning"), its name and message empty.
-Json pod_event(const cni::PodRef& ref, const Json& pod, const std::string& reason, const std::string& type);
+Json pod_event(const cni::PodRef& ref, const k8s::Pod& pod, const std::string& reason, const std::string& type);
 
 /// A unique Event name for the pod: "<pod>.<hex nanoseconds + n>".
 std::string event_name(const cni::PodRef& ref, std::size_t n);
 
 /// Sends one Event about the pod (`type` "Normal" or "Warning"; `n` keeps the names of events sent
 /// in the same nanosecond apart), one attempt. Returns false when it failed, which is only logged.
-bool send_event(KubeAccess& kube, const cni::PodRef& ref, const Json& pod, const std::string& reason,
+bool send_event(KubeAccess& kube, const cni::PodRef& ref, const k8s::Pod& pod, const std::string& reason,
                 const std::string& type, const std::string& message, std::size_t n);
 /// Sends one Warning Event about the pod (e.g. NoNetworkFound), one attempt, failure only logged.
-void send_warning_event(KubeAccess& kube, const cni::PodRef& ref, const Json& pod, const std::string& reason,
+void send_warning_event(KubeAccess& kube, const cni::PodRef& ref, const k8s::Pod& pod, const std::string& reason,
                         const std::string& message);
 
 /// The same from results already decoded (`results[i]` belongs to `record.attachments[i]`).
-void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const Json& pod, const store::ContainerRecord& record,
-                       const std::vector<cni::Result>& results);
+void send_added_events(KubeAccess& kube, const cni::PodRef& ref, const k8s::Pod& pod,
+                       const store::ContainerRecord& record, const std::vector<cni::Result>& results);
 
 }  // namespace manifold::engine

@@ -6,6 +6,7 @@
 #include "k8s/nad_config.h"
 
 #include "cni/error.h"
+#include "k8s/pod.h"
 #include "k8s/selection.h"
 #include "util/utf8.h"
 
@@ -17,16 +18,6 @@ constexpr int kMaxConfigDepth = 64;
 [[noreturn]] void fail(const std::string& nad, const std::string& what) {
   throw cni::CniError(cni::ErrorCode::InvalidConfig,
                       util::sanitize_utf8("NetworkAttachmentDefinition " + nad + ": " + what));
-}
-
-/// metadata.<key> as a string, or "" when absent / not a string.
-std::string metadata_string(const Json& nad, const char* key) {
-  if (!nad.is_object()) return {};
-  auto meta = nad.find("metadata");
-  if (meta == nad.end() || !meta->is_object()) return {};
-  auto value = meta->find(key);
-  if (value == meta->end() || !value->is_string()) return {};
-  return value->get<std::string>();
 }
 
 /// "ns/name" for messages ("?" for missing parts).

@@ -2,10 +2,10 @@
 // body of every answer a FakeHttpTransport gives an ApiClient, with the statuses manifold meets:
 // 200 to GET pod / GET NAD / PUT pods/status, 404, 403, 409, a 500 burst until the attempt limit,
 // 429 with the input's first line as Retry-After, then 201 to POST event. Accepted objects go on
-// where ADD sends them: the pod's networks annotations into the selection parser and the pod back
-// into PUT pods/status with a network-status annotation; the NAD into nad_delegate_config. Checks:
-// only CniError escapes, error messages never contain the bearer token, retries stay within the
-// policy.
+// where ADD and the agent send them: the pod into the Pod decoder, its networks annotations into the
+// selection parser and the pod back into PUT pods/status with a network-status annotation; the NAD
+// into nad_delegate_config. Checks: only CniError escapes, error messages never contain the bearer
+// token, retries stay within the policy.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -17,6 +17,7 @@
 #include "k8s/api_client.h"
 #include "k8s/nad_config.h"
 #include "k8s/network_status.h"
+#include "k8s/pod.h"
 #include "k8s/selection.h"
 #include "util/file_reader.h"
 
@@ -66,6 +67,8 @@ bool call(F&& f) {
 }
 
 void use_pod(k8s::ApiClient& client, http::FakeHttpTransport& transport, Json pod) {
+  fuzz::accepts([&] { (void)k8s::decode_pod(pod, "default", "web-0"); });  // as the engine decodes a GET
+  fuzz::accepts([&] { (void)k8s::decode_pod(pod); });                      // as the agent decodes a watched pod
   const Json* annotations = nullptr;
   if (auto meta = pod.find("metadata"); meta != pod.end() && meta->is_object())
     if (auto a = meta->find("annotations"); a != meta->end() && a->is_object()) annotations = &*a;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "log_capture.h"
 #include "store/memory_cache.h"
 #include "util/clock.h"
 
@@ -139,6 +140,26 @@ TEST_CASE("agent: a deleted pod is no longer tracked", "[agent]") {
   w.run();
   CHECK(w.metrics.pods_tracked.value() == 1);
   CHECK(w.targets().back() == watch_from("12"));
+}
+
+TEST_CASE("agent: a pod that does not decode is ignored, told in the log; the watch goes on", "[agent]") {
+  manifold::test::LogCapture log;
+  World w;
+  Json bad = Json::parse(pod_json("bad", "8"));
+  bad["metadata"]["annotations"] = Json::array({"not", "a map"});
+  Json worse = Json::parse(pod_json("worse", "11"));
+  worse["metadata"]["annotations"] = {{"k8s.v1.cni.cncf.io/networks", 5}};
+  w.api.push_response(200, pod_list("10", {pod_json("web", "9"), bad.dump()}));
+  w.api.push_stream(200, {event("ADDED", worse.dump()), event("MODIFIED", pod_json("web", "12"))});
+  w.api.push_stream(200, {});
+  w.run();
+  CHECK(w.metrics.pods_tracked.value() == 1);
+  CHECK(w.targets() == std::vector<std::string>{kList, watch_from("10"), watch_from("12")});
+  CHECK(w.sleeper->waits().empty());  // not a reason to reconnect
+  CHECK(
+      log.contains("agent: ignoring a pod: Kubernetes API answer for pod default/bad is malformed: "
+                   "metadata.annotations is a JSON array"));
+  CHECK(log.contains("pod default/worse is malformed: annotation k8s.v1.cni.cncf.io/networks is a JSON number"));
 }
 
 TEST_CASE("agent: 410 Gone, as an ERROR event or as the answer, relists", "[agent]") {

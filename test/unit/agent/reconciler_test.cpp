@@ -12,6 +12,7 @@
 
 #include "engine/entry_state.h"
 #include "k8s/network_status.h"
+#include "k8s/pod.h"
 #include "plugin/fakes.h"
 
 using manifold::Json;
@@ -102,7 +103,9 @@ struct Sandbox {
     REQUIRE(!status.empty());
   }
 
-  ReconcileOutcome reconcile(Reconciler& r, const std::string& networks) { return r.reconcile(pod(networks, status)); }
+  ReconcileOutcome reconcile(Reconciler& r, const std::string& networks) {
+    return r.reconcile(manifold::k8s::decode_pod(pod(networks, status)));
+  }
 };
 
 /// Reconciles the annotation "blue" with the API answers attaching it needs scripted: the NAD, the
@@ -179,7 +182,7 @@ TEST_CASE("reconciler: entries that are not complete, and other pods, are left a
   w.cache.save(*record);
   Json other = pod("blue", s.status);
   other["metadata"]["uid"] = "uid-2";  // a pod of the same name that is not the sandbox's
-  CHECK(reconciler.reconcile(other).result == ReconcileResult::NotHere);
+  CHECK(reconciler.reconcile(manifold::k8s::decode_pod(other)).result == ReconcileResult::NotHere);
   CHECK(w.http.pending() == 0);
 }
 

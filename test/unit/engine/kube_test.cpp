@@ -87,6 +87,9 @@ Json pod_with(const Json& annotations, const std::string& uid = "u1") {
   return pod;
 }
 
+/// The pod of `object`, decoded as the engine gets it from the API.
+k8s::Pod as_pod(const Json& object) { return k8s::decode_pod(object); }
+
 std::string nad(const std::string& ns, const std::string& name, const std::string& config) {
   Json j = {{"kind", "NetworkAttachmentDefinition"},
             {"metadata", {{"name", name}, {"namespace", ns}}},
@@ -106,7 +109,7 @@ TEST_CASE("kube attachments: JSON selection fields reach runtimeConfig and CNI_A
                  R"([{"name":"tuned","interface":"data0","ips":["198.51.100.42/24"],"mac":"02:00:5e:10:00:42"}])"}});
   engine::KubeAccess kube(f.services, f.config);
   kubelet::DeviceAllocator devices;
-  auto out = engine::resolve_pod_attachments(f.config, f.inv, kube, pod, devices);
+  auto out = engine::resolve_pod_attachments(f.config, f.inv, kube, as_pod(pod), devices);
   REQUIRE(out.size() == 2);
   CHECK(out[0].ifname == "eth0");
   CHECK(out[0].cluster_network);
@@ -130,7 +133,7 @@ TEST_CASE("kube attachments: a NAD listed twice is fetched once and attached twi
   Json pod = pod_with({{"k8s.v1.cni.cncf.io/networks", "pool, default/pool"}});
   engine::KubeAccess kube(f.services, f.config);
   kubelet::DeviceAllocator devices;
-  auto out = engine::resolve_pod_attachments(f.config, f.inv, kube, pod, devices);
+  auto out = engine::resolve_pod_attachments(f.config, f.inv, kube, as_pod(pod), devices);
   REQUIRE(out.size() == 3);
   CHECK(out[1].ifname == "net1");
   CHECK(out[2].ifname == "net2");
@@ -161,7 +164,7 @@ TEST_CASE("kube attachments: UID mismatch fails except for static pods", "[plugi
   f.transport.push_response(200, pod_with({{"kubernetes.io/config.source", "file"}}, "u2").dump());
   engine::KubeAccess kube(f.services, f.config);
   CHECK_THROWS_WITH(engine::fetch_pod(kube, f.ref()), Catch::Contains("expected pod UID \"u1\" but got \"u2\""));
-  CHECK(engine::fetch_pod(kube, f.ref())["metadata"]["uid"] == "u2");
+  CHECK(engine::fetch_pod(kube, f.ref()).uid == "u2");
 }
 
 TEST_CASE("kube status: a 409 re-reads the pod and retries with its resourceVersion", "[plugin]") {
@@ -173,7 +176,7 @@ TEST_CASE("kube status: a 409 re-reads the pod and retries with its resourceVers
   f.transport.push_response(200, fresh.dump());
   f.transport.push_response(200, fresh.dump());
   engine::KubeAccess kube(f.services, f.config);
-  engine::write_network_status(kube, f.ref(), pod_with(Json::object()), "[]");
+  engine::write_network_status(kube, f.ref(), as_pod(pod_with(Json::object())), "[]");
   const auto& reqs = f.transport.requests();
   REQUIRE(reqs.size() == 3);
   CHECK(reqs[0].method == "PUT");
@@ -191,7 +194,7 @@ TEST_CASE("kube status: a pod replaced during the ADD is not written", "[plugin]
   f.transport.push_response(409, R"({"kind":"Status","reason":"Conflict","code":409})");
   f.transport.push_response(200, pod_with(Json::object(), "u-new").dump());
   engine::KubeAccess kube(f.services, f.config);
-  CHECK_THROWS_WITH(engine::write_network_status(kube, f.ref(), pod_with(Json::object()), "[]"),
+  CHECK_THROWS_WITH(engine::write_network_status(kube, f.ref(), as_pod(pod_with(Json::object())), "[]"),
                     Catch::Contains("replaced"));
   CHECK(f.transport.requests().size() == 2);
 }
@@ -203,7 +206,7 @@ TEST_CASE("kube status: a wrongly typed pod on the re-GET is a clear error", "[p
   f.transport.push_response(409, R"({"kind":"Status","reason":"Conflict","code":409})");
   f.transport.push_response(200, broken.dump());
   engine::KubeAccess kube(f.services, f.config);
-  CHECK_THROWS_WITH(engine::write_network_status(kube, f.ref(), pod_with(Json::object()), "[]"),
+  CHECK_THROWS_WITH(engine::write_network_status(kube, f.ref(), as_pod(pod_with(Json::object())), "[]"),
                     Catch::Contains("annotations"));
 }
 
@@ -247,7 +250,7 @@ TEST_CASE("kube status: events go out in one batch, one attempt each, a failure 
   f.transport.push_response(503, R"({"kind":"Status","reason":"ServiceUnavailable","code":503})");
   f.transport.push_response(201, "{}");
   engine::KubeAccess kube(f.services, f.config);
-  engine::send_added_events(kube, f.ref(), pod_with(Json::object()), three_attachments());
+  engine::send_added_events(kube, f.ref(), as_pod(pod_with(Json::object())), three_attachments());
   const auto& reqs = f.transport.requests();
   REQUIRE(reqs.size() == 3);
   CHECK(f.transport.batches() == std::vector<std::size_t>{3});
@@ -272,7 +275,7 @@ TEST_CASE("kube status: the events ride behind the status PUT, in its round trip
   f.transport.push_response(200, pod_with(Json::object()).dump());
   for (int i = 0; i < 3; ++i) f.transport.push_response(201, "{}");
   engine::KubeAccess kube(f.services, f.config);
-  engine::publish_status(kube, files, f.config, f.inv, pod_with(Json::object()), record, results);
+  engine::publish_status(kube, files, f.config, f.inv, as_pod(pod_with(Json::object())), record, results);
   CHECK(f.transport.batches() == std::vector<std::size_t>{4});
   const auto& reqs = f.transport.requests();
   REQUIRE(reqs.size() == 4);
@@ -287,7 +290,7 @@ TEST_CASE("kube status: the events ride behind the status PUT, in its round trip
     g.transport.push_response(200, pod_with(Json::object()).dump());  // the re-GET
     g.transport.push_response(200, pod_with(Json::object()).dump());  // the second PUT
     engine::KubeAccess kube2(g.services, g.config);
-    engine::publish_status(kube2, files, g.config, g.inv, pod_with(Json::object()), record, results);
+    engine::publish_status(kube2, files, g.config, g.inv, as_pod(pod_with(Json::object())), record, results);
     CHECK(g.transport.batches() == std::vector<std::size_t>{4, 1, 1});
     CHECK(g.transport.requests().size() == 6);
     CHECK(g.transport.pending() == 0);
@@ -297,7 +300,7 @@ TEST_CASE("kube status: the events ride behind the status PUT, in its round trip
     g.inv.args = cni::CniArgs::parse("K8S_POD_NAMESPACE=kube-system;K8S_POD_NAME=web;K8S_POD_UID=u1");
     for (int i = 0; i < 3; ++i) g.transport.push_response(201, "{}");
     engine::KubeAccess kube2(g.services, g.config);
-    engine::publish_status(kube2, files, g.config, g.inv, pod_with(Json::object()), record, results);
+    engine::publish_status(kube2, files, g.config, g.inv, as_pod(pod_with(Json::object())), record, results);
     CHECK(g.transport.batches() == std::vector<std::size_t>{3});
     CHECK(g.transport.requests()[0].method == "POST");
   }
@@ -312,7 +315,7 @@ TEST_CASE("kube attachments: every NAD the pod names is fetched in one batch", "
   Json pod = pod_with({{"k8s.v1.cni.cncf.io/networks", "a, other/b, a"}});
   engine::KubeAccess kube(f.services, f.config);
   kubelet::DeviceAllocator devices;
-  auto out = engine::resolve_pod_attachments(f.config, f.inv, kube, pod, devices);
+  auto out = engine::resolve_pod_attachments(f.config, f.inv, kube, as_pod(pod), devices);
   REQUIRE(out.size() == 5);
   CHECK(out[0].name == "kube-system/cluster-nad");
   CHECK(out[1].name == "kube-system/always");
@@ -330,14 +333,15 @@ TEST_CASE("kube attachments: a NAD's failure in the batch is reported when resol
   Json pod = pod_with({{"k8s.v1.cni.cncf.io/networks", "a, b"}});
   engine::KubeAccess kube(f.services, f.config);
   kubelet::DeviceAllocator devices;
-  CHECK_THROWS_WITH(engine::resolve_pod_attachments(f.config, f.inv, kube, pod, devices),
+  CHECK_THROWS_WITH(engine::resolve_pod_attachments(f.config, f.inv, kube, as_pod(pod), devices),
                     Catch::Contains("HTTP 403") && Catch::Contains("\"b\""));
   CHECK(f.transport.batches() == std::vector<std::size_t>{2});
 
   // Best effort: the same batch, and only the failed network is skipped.
   f.transport.push_response(200, nad("default", "a", kMacvlan));
   f.transport.push_response(403, R"({"kind":"Status","reason":"Forbidden","code":403,"message":"no"})");
-  auto lenient = engine::resolve_pod_attachments(f.config, f.inv, kube, pod, devices, engine::Resolution::BestEffort);
+  auto lenient =
+      engine::resolve_pod_attachments(f.config, f.inv, kube, as_pod(pod), devices, engine::Resolution::BestEffort);
   REQUIRE(lenient.size() == 2);
   CHECK(lenient[1].name == "default/a");
   CHECK(f.transport.batches() == std::vector<std::size_t>{2, 2});
@@ -372,7 +376,7 @@ TEST_CASE("kube status: events and status entries from results decoded once", "[
     f.transport.push_response(201, "this is not JSON");
     f.transport.push_response(201, "");
     engine::KubeAccess kube(f.services, f.config);
-    engine::send_added_events(kube, f.ref(), pod_with(Json::object()), record, results);
+    engine::send_added_events(kube, f.ref(), as_pod(pod_with(Json::object())), record, results);
     const auto& reqs = f.transport.requests();
     REQUIRE(reqs.size() == 2);
     Json first = Json::parse(reqs[0].body);
@@ -391,7 +395,7 @@ TEST_CASE("kube status: events and status entries from results decoded once", "[
     results.pop_back();
     engine::KubeAccess kube(f.services, f.config);
     try {
-      engine::send_added_events(kube, f.ref(), pod_with(Json::object()), record, results);
+      engine::send_added_events(kube, f.ref(), as_pod(pod_with(Json::object())), record, results);
       FAIL("no error");
     } catch (const CniError& e) {
       CHECK(e.code() == 100u);
@@ -407,7 +411,7 @@ TEST_CASE("kube attachments: isolation is checked before any NAD is read", "[plu
   engine::KubeAccess kube(f.services, f.config);
   kubelet::DeviceAllocator devices;
   try {
-    engine::resolve_pod_attachments(f.config, f.inv, kube, pod, devices);
+    engine::resolve_pod_attachments(f.config, f.inv, kube, as_pod(pod), devices);
     FAIL("no error");
   } catch (const CniError& e) {
     CHECK(e.code() == 7u);
@@ -424,7 +428,7 @@ TEST_CASE("kube attachments: isolation binds the default-network annotation too"
     Json pod = pod_with({{"v1.multus-cni.io/default-network", value}});
     engine::KubeAccess kube(f.services, f.config);
     try {
-      engine::resolve_pod_attachments(f.config, f.inv, kube, pod, devices);
+      engine::resolve_pod_attachments(f.config, f.inv, kube, as_pod(pod), devices);
       FAIL("no error");
     } catch (const CniError& e) {
       CHECK(e.code() == 7u);
@@ -442,7 +446,7 @@ TEST_CASE("kube attachments: isolation binds the default-network annotation too"
     ok.transport.push_response(200, nad(ns, "own", kMacvlan));
     Json pod = pod_with({{"v1.multus-cni.io/default-network", value}});
     engine::KubeAccess kube(ok.services, ok.config);
-    auto out = engine::resolve_pod_attachments(ok.config, ok.inv, kube, pod, devices);
+    auto out = engine::resolve_pod_attachments(ok.config, ok.inv, kube, as_pod(pod), devices);
     REQUIRE(out.size() == 1);
     CHECK(out[0].name == ns + "/own");
     CHECK(out[0].cluster_network);
@@ -452,7 +456,7 @@ TEST_CASE("kube attachments: isolation binds the default-network annotation too"
   open.transport.push_response(200, nad("team-b", "secret", kMacvlan));
   Json pod = pod_with({{"v1.multus-cni.io/default-network", "team-b/secret"}});
   engine::KubeAccess kube(open.services, open.config);
-  auto out = engine::resolve_pod_attachments(open.config, open.inv, kube, pod, devices);
+  auto out = engine::resolve_pod_attachments(open.config, open.inv, kube, as_pod(pod), devices);
   REQUIRE(out.size() == 1);
   CHECK(out[0].name == "team-b/secret");
 }
@@ -470,14 +474,14 @@ TEST_CASE("kube attachments: best effort skips unresolvable networks and keeps t
   Fixture strict;
   script(strict);
   engine::KubeAccess strict_kube(strict.services, strict.config);
-  CHECK_THROWS_WITH(engine::resolve_pod_attachments(strict.config, strict.inv, strict_kube, pod, devices),
+  CHECK_THROWS_WITH(engine::resolve_pod_attachments(strict.config, strict.inv, strict_kube, as_pod(pod), devices),
                     Catch::Contains("default/gone does not exist"));
 
   Fixture lenient;
   script(lenient);
   engine::KubeAccess kube(lenient.services, lenient.config);
-  auto out =
-      engine::resolve_pod_attachments(lenient.config, lenient.inv, kube, pod, devices, engine::Resolution::BestEffort);
+  auto out = engine::resolve_pod_attachments(lenient.config, lenient.inv, kube, as_pod(pod), devices,
+                                             engine::Resolution::BestEffort);
   REQUIRE(out.size() == 3);
   CHECK(out[0].ifname == "eth0");
   CHECK(out[1].name == "default/a");
@@ -491,8 +495,9 @@ TEST_CASE("kube attachments: best effort survives an unparsable annotation", "[p
   Json pod = pod_with({{"k8s.v1.cni.cncf.io/networks", "[not json"}});
   engine::KubeAccess kube(f.services, f.config);
   kubelet::DeviceAllocator devices;
-  CHECK_THROWS(engine::resolve_pod_attachments(f.config, f.inv, kube, pod, devices));
-  auto out = engine::resolve_pod_attachments(f.config, f.inv, kube, pod, devices, engine::Resolution::BestEffort);
+  CHECK_THROWS(engine::resolve_pod_attachments(f.config, f.inv, kube, as_pod(pod), devices));
+  auto out =
+      engine::resolve_pod_attachments(f.config, f.inv, kube, as_pod(pod), devices, engine::Resolution::BestEffort);
   REQUIRE(out.size() == 1);
   CHECK(out[0].cluster_network);
 }
@@ -505,7 +510,7 @@ TEST_CASE("kube status: endless conflicts give up after five updates with a clea
     if (i < 4) f.transport.push_response(200, pod_with(Json::object()).dump());
   }
   engine::KubeAccess kube(f.services, f.config);
-  CHECK_THROWS_WITH(engine::write_network_status(kube, f.ref(), pod_with(Json::object()), "[]"),
+  CHECK_THROWS_WITH(engine::write_network_status(kube, f.ref(), as_pod(pod_with(Json::object())), "[]"),
                     Catch::Contains("default/web") && Catch::Contains("5 conflicting updates in a row"));
   CHECK(f.transport.requests().size() == 9);
   CHECK(f.transport.pending() == 0);
@@ -518,7 +523,7 @@ TEST_CASE("kube attachments: apiPipelining false sends a batch one request at a 
   Json pod = pod_with({{"k8s.v1.cni.cncf.io/networks", "a, b"}});
   engine::KubeAccess kube(f.services, f.config);
   kubelet::DeviceAllocator devices;
-  auto out = engine::resolve_pod_attachments(f.config, f.inv, kube, pod, devices);
+  auto out = engine::resolve_pod_attachments(f.config, f.inv, kube, as_pod(pod), devices);
   REQUIRE(out.size() == 3);
   CHECK(out[2].name == "default/b");
   CHECK(f.transport.batches().empty());  // never handed to the transport as a batch
