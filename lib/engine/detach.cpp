@@ -11,6 +11,7 @@
 #include "engine/entry_state.h"
 #include "engine/kube_access.h"
 #include "engine/plan.h"
+#include "engine/pod_networks.h"
 #include "netlink/netns.h"
 #include "util/log.h"
 
@@ -109,6 +110,9 @@ store::ContainerRecord rebuilt_entry(const Services& services, Session& session,
       KubeAccess kube(services, session.config);
       auto pod = lookup_pod(kube, inv);
       attachments = resolve_attachments(services, session, kube, inv, pod, Resolution::BestEffort);
+    } catch (const PodNotFound& e) {
+      util::log_verbose(e.msg(), ": DEL releases the configured networks");
+      attachments = resolve_static_attachments(session.config, inv);
     } catch (const CniError& e) {
       util::log_error("cannot resolve the pod's networks for DEL (", e.msg(), "); using the configured ones");
       attachments = resolve_static_attachments(session.config, inv);

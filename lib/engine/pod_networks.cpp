@@ -311,14 +311,15 @@ std::vector<Attachment> PodResolution::named_attachments() {
 
 }  // namespace
 
+PodNotFound::PodNotFound(const std::string& ns, const std::string& name)
+    : CniError(ErrorCode::Kubernetes, "pod " + ns + "/" + name + " does not exist in the Kubernetes API") {}
+
 k8s::Pod fetch_pod(KubeAccess& kube, const cni::PodRef& ref) {
   std::optional<k8s::Pod> pod;
   try {
     pod = kube.get_pod(ref.namespace_, ref.name);
   } catch (const k8s::ApiError& e) {
-    if (e.not_found())
-      throw CniError(ErrorCode::Kubernetes, "pod " + ref.namespace_ + "/" + ref.name +
-                                                " does not exist in the Kubernetes API; not attaching it");
+    if (e.not_found()) throw PodNotFound(ref.namespace_, ref.name);
     throw;
   }
   // Static pods (from a file or URL on the node) have a mirror pod with another UID; only those are

@@ -19,8 +19,17 @@
 
 namespace manifold::engine {
 
+/// The pod named by CNI_ARGS is not in the Kubernetes API (404): CniError(Kubernetes) naming it. A
+/// type of its own because a DEL without a cache expects it (the runtime's repeated DELs of a
+/// deleted pod's sandbox), where every other failure to read the pod is worth an error line.
+class PodNotFound : public cni::CniError {
+ public:
+  /// The error for pod `ns`/`name`.
+  PodNotFound(const std::string& ns, const std::string& name);
+};
+
 /// Fetches the pod named by CNI_ARGS, decoded, and checks its UID against K8S_POD_UID (static pods,
-/// marked by the kubernetes.io/config.source annotation, are exempt). A missing pod is an error naming it.
+/// marked by the kubernetes.io/config.source annotation, are exempt). A missing pod is PodNotFound.
 k8s::Pod fetch_pod(KubeAccess& kube, const cni::PodRef& ref);
 
 /// How resolve_pod_attachments treats a network it cannot resolve.

@@ -208,8 +208,7 @@ void FileCache::remove(const EntryKey& key) {
   }
   std::unique_ptr<LockGuard> own_lock;
   if (!held_by_this_thread(key.container_id)) {
-    struct stat st {};
-    if (::stat(dir_.c_str(), &st) != 0 && errno == ENOENT) return;  // no cache at all
+    if (is_idle(key.container_id)) return;  // nothing to remove, and no lock file to leave behind
     own_lock = lock(key.container_id);
   }
   if (!key.legacy()) {
@@ -225,6 +224,15 @@ void FileCache::remove(const EntryKey& key) {
     unlink_if_present(record_path(key));
   }
   remove_temp_files(key.container_id);
+}
+
+bool FileCache::is_idle(const std::string& container_id) {
+  validate_container_id(container_id);
+  const auto absent = [](const std::filesystem::path& path) {
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) != 0 && errno == ENOENT;
+  };
+  return absent(dir_ / container_id) && absent(lock_path(container_id)) && absent(record_path({container_id, "", ""}));
 }
 
 bool FileCache::container_is_empty(const std::string& container_id) {

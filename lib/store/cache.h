@@ -78,6 +78,10 @@ class Cache {
   virtual std::vector<EntryKey> list() = 0;
   /// The keys of one container's entries, sorted.
   virtual std::vector<EntryKey> list(const std::string& container_id) = 0;
+  /// True when nothing of the container is here: no entry and no lock file, so no call for it is
+  /// running (a call holds its lock file from before its first write to its end). A DEL of such a
+  /// container has nothing to serialise with and takes no lock (see Commands::del).
+  virtual bool is_idle(const std::string& container_id) = 0;
   /// Removes the lock files of containers that have no entry — left by a call killed between removing
   /// a container's last entry and its lock file, or by a removal that failed. A lock held by a
   /// running call is left alone. Returns how many went.
@@ -106,6 +110,7 @@ class FileCache final : public Cache {
   void remove(const EntryKey& key) override;
   std::vector<EntryKey> list() override;
   std::vector<EntryKey> list(const std::string& container_id) override;
+  bool is_idle(const std::string& container_id) override;
   int sweep_orphan_locks() override;
   std::unique_ptr<LockGuard> lock(const std::string& container_id) override;
 

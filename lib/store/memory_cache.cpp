@@ -2,6 +2,8 @@
 // condition variable for waiters.
 #include "store/memory_cache.h"
 
+#include <algorithm>
+
 #include "cni/error.h"
 #include "store/record_text.h"
 
@@ -112,6 +114,15 @@ void MemoryCache::corrupt(const EntryKey& key) {
   validate_entry_key(key);
   std::lock_guard lock(mu_);
   corrupt_.insert(key);
+}
+
+bool MemoryCache::is_idle(const std::string& container_id) {
+  validate_container_id(container_id);
+  if (is_locked(container_id)) return false;
+  std::lock_guard lock(mu_);
+  const auto of_container = [&](const EntryKey& key) { return key.container_id == container_id; };
+  return std::none_of(corrupt_.begin(), corrupt_.end(), of_container) &&
+         std::none_of(records_.begin(), records_.end(), [&](const auto& entry) { return of_container(entry.first); });
 }
 
 bool MemoryCache::is_locked(const std::string& container_id) const {

@@ -35,6 +35,7 @@ class MemoryCache final : public Cache {
   void remove(const EntryKey& key) override;
   std::vector<EntryKey> list() override;
   std::vector<EntryKey> list(const std::string& container_id) override;
+  bool is_idle(const std::string& container_id) override;
   int sweep_orphan_locks() override { return 0; }
   std::unique_ptr<LockGuard> lock(const std::string& container_id) override;
 

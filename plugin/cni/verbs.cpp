@@ -14,6 +14,7 @@
 #include "engine/plan.h"
 #include "engine/pod_status.h"
 #include "engine/session.h"
+#include "store/cache.h"
 #include "engine/transaction.h"
 #include "plugin/cni/logging.h"
 
@@ -53,7 +54,12 @@ std::string Commands::add(const cni::Invocation& inv) {
 std::string Commands::del(const cni::Invocation& inv) {
   engine::Session s = begin(services_, inv);
   engine::wait_for_readiness(services_, s.config, engine::Readiness::LookOnce);
-  auto lock = s.cache->lock(inv.container_id);
+  // A container with nothing recorded and no call running (the runtime's repeated DELs of a sandbox
+  // already deleted) is DELeted without its lock: there is nothing to serialise with, and a DEL the
+  // runtime kills midway (containerd does, when it forcibly stops a sandbox) then leaves no lock
+  // file behind.
+  std::unique_ptr<store::LockGuard> lock;
+  if (!s.cache->is_idle(inv.container_id)) lock = s.cache->lock(inv.container_id);
   engine::detach_entry(services_, s, inv);
   return "";
 }

@@ -95,6 +95,15 @@ class FaultsDelegatesTest(FaultsTestCase):
         self.assertEqual(os.getxattr(path, "user.manifold.started"), b"2")
         self.assertDelSkipsNeverStarted(CONTAINER, device)
 
+    def test_a_del_without_a_cache_entry_killed_midway_leaves_no_lock_file(self):
+        # The runtime's repeated DEL of a sandbox already deleted (nothing cached), killed by the
+        # runtime while a delegate runs, as containerd does when it forcibly stops a sandbox.
+        self.write_manifold("1.0.0", [self.fake_conf("fake-record", name="killer", crash="caller-del")])
+        delete = self.driver("del", self.pod.path, container_id=CONTAINER)
+        self.assertNotEqual(delete.rc, 0, "manifold was not killed")
+        self.assertEqual(self.calls(), [("DEL", "eth0", "killer")])
+        self.assertEqual(os.listdir(self.tree.cni_dir) if os.path.isdir(self.tree.cni_dir) else [], [])
+
     def test_delegate_hanging_on_del_fails_the_del_but_the_others_are_released(self):
         pid_file = self.tree.path("hang.pid")
         hang = self.fake_conf("fake-hang", name="sticky", hangOn=["DEL"], pidFile=pid_file)

@@ -20,7 +20,8 @@ interface and config, and then misbehave in the way their name says. Config keys
   crash       fake-record: "before-link" or "after-link" — SIGKILLs itself during ADD, before or
               after creating its interface (a delegate dying mid-ADD); "caller" — SIGKILLs the
               process that ran it (manifold) once its interface exists, as a runtime's timeout or
-              the OOM killer would, then answers as usual (to nobody)
+              the OOM killer would, then answers as usual (to nobody); "caller-del" — the same
+              during DEL, before it deletes its interface
   afterAdd    fake-record: a shell command run after its interface exists, before it answers
               (fault injection on the node: fill or remount a directory...)
   resultVersion  fake-record: the cniVersion written into its ADD result instead of the config's
@@ -137,7 +138,9 @@ def _record_add(conf):
         sys.stdout = None
 
 
-def _record_del():
+def _record_del(conf):
+    if conf.get("crash") == "caller-del":
+        os.kill(os.getppid(), signal.SIGKILL)
     netns = os.environ.get("CNI_NETNS", "")
     ifname = os.environ.get("CNI_IFNAME", "")
     if netns and os.path.exists(netns):
@@ -177,7 +180,7 @@ def main(behaviour):
         _hang(conf)
     if command != "ADD":
         if behaviour == "record" and command == "DEL":
-            _record_del()
+            _record_del(conf)
         elif behaviour == "record" and command == "CHECK":
             _record_check(conf)
         return 0

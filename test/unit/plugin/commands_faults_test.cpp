@@ -85,6 +85,7 @@ class BrokenDiskCache final : public manifold::store::Cache {
   }
   std::vector<manifold::store::EntryKey> list() override { return inner_.list(); }
   std::vector<manifold::store::EntryKey> list(const std::string& id) override { return inner_.list(id); }
+  bool is_idle(const std::string& id) override { return inner_.is_idle(id); }
   int sweep_orphan_locks() override { return inner_.sweep_orphan_locks(); }
   std::unique_ptr<manifold::store::LockGuard> lock(const std::string& id) override { return inner_.lock(id); }
 

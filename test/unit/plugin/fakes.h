@@ -61,6 +61,7 @@ class ForwardingCache final : public store::Cache {
   void remove(const store::EntryKey& key) override { inner_.remove(key); }
   std::vector<store::EntryKey> list() override { return inner_.list(); }
   std::vector<store::EntryKey> list(const std::string& id) override { return inner_.list(id); }
+  bool is_idle(const std::string& id) override { return inner_.is_idle(id); }
   int sweep_orphan_locks() override { return inner_.sweep_orphan_locks(); }
   std::unique_ptr<store::LockGuard> lock(const std::string& id) override { return inner_.lock(id); }
 

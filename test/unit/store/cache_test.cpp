@@ -471,6 +471,26 @@ TEST_CASE("file cache: remove without holding the lock takes it and cleans up", 
   CHECK(files_below(dir.path()).empty());
 }
 
+TEST_CASE("file cache: a container is idle without entries and without a lock file", "[store]") {
+  TempDir dir;
+  FileCache cache(dir.path());
+  CHECK(cache.is_idle("c1"));  // no cache directory at all
+  cache.save(sample("keep"));
+  CHECK(cache.is_idle("c1"));
+  CHECK_FALSE(cache.is_idle("keep"));
+  {
+    auto guard = cache.lock("c1");  // a call is running: its lock file is there
+    CHECK_FALSE(cache.is_idle("c1"));
+  }
+  CHECK(cache.is_idle("c1"));
+  write_file(cache.lock_path("c2"), "");  // a call killed while holding it
+  CHECK_FALSE(cache.is_idle("c2"));
+  // Removing what is not there takes no lock and so creates no lock file.
+  cache.remove(key("c3"));
+  CHECK_FALSE(fs::exists(cache.lock_path("c3")));
+  CHECK_THROWS_AS(cache.is_idle("../x"), CniError);
+}
+
 TEST_CASE("file cache: remove sweeps a crashed writer's temp files of that container only", "[store]") {
   TempDir dir;
   FileCache cache(dir.path());
@@ -665,9 +685,15 @@ TEST_CASE("memory cache: behaves like the file cache", "[store]") {
   cache.save(sample("a0"));
   CHECK(cache.list() == std::vector<EntryKey>{key("a0"), key("c1")});
   CHECK(cache.list("c1") == std::vector<EntryKey>{key("c1")});
+  CHECK_FALSE(cache.is_idle("c1"));
   cache.remove(key("c1"));
   cache.remove(key("c1"));
   CHECK_FALSE(cache.load(key("c1")));
+  CHECK(cache.is_idle("c1"));
+  {
+    auto guard = cache.lock("c1");
+    CHECK_FALSE(cache.is_idle("c1"));
+  }
   CHECK(code_of([&] { cache.load(key("../etc")); }) == 4);
   ContainerRecord bad = sample("c2");
   bad.extra = Json::array();
