@@ -50,7 +50,19 @@ def _passthrough(argv):
         return 130
 
 
+def _inside(command, args):
+    """kubectl and exec pass every argument on (argparse would take their options as its own)."""
+    try:
+        node = Node()
+        return _passthrough(node.kubectl_argv(*args) if command == "kubectl" else node.argv(args))
+    except NodeError as e:
+        print("%s: %s" % (command, e), file=sys.stderr)
+        return 1
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] in ("kubectl", "exec"):
+        return _inside(sys.argv[1], sys.argv[2:])
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p_up = sub.add_parser("up")
@@ -61,7 +73,7 @@ def main():
     p_down = sub.add_parser("down")
     p_down.add_argument("--keep-logs")
     for name in ("kubectl", "exec"):
-        sub.add_parser(name).add_argument("args", nargs=argparse.REMAINDER)
+        sub.add_parser(name).add_argument("args", nargs="*")
     sub.add_parser("status")
     args = parser.parse_args()
     try:
@@ -73,9 +85,7 @@ def main():
         if args.command == "status":
             print("up" if node.is_up() else "down", node.layout.root)
             return 0 if node.is_up() else 1
-        if args.command == "kubectl":
-            return _passthrough(node.kubectl_argv(*args.args))
-        return _passthrough(node.argv(args.args))
+        return _inside(args.command, args.args)
     except NodeError as e:
         print("%s: %s" % (args.command, e), file=sys.stderr)
         return 1

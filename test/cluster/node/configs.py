@@ -54,7 +54,7 @@ def apiserver(node, bins):
             "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
             "--service-account-key-file", os.path.join(pki, "sa.pub"),
             "--service-account-signing-key-file", os.path.join(pki, "sa.key"),
-            "--allow-privileged", "true",
+            "--allow-privileged=true",
             "--audit-policy-file", node.path("audit-policy.yaml"),
             "--audit-log-path", node.path("logs", "audit.log"),
             "--cert-dir", node.path("apiserver-certs"), "--profiling=false"]
@@ -109,6 +109,7 @@ state = "%(state)s"
   sandbox_image = "%(pause)s"
   disable_apparmor = true
   enable_selinux = false
+  restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
@@ -158,6 +159,7 @@ tlsCertFile: %(cert)s
 tlsPrivateKeyFile: %(key)s
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
+oomScoreAdj: 0
 authentication:
   anonymous:
     enabled: false
@@ -199,6 +201,7 @@ clientConnection:
 bindAddress: 0.0.0.0
 metricsBindAddress: 127.0.0.1:10249
 healthzBindAddress: 127.0.0.1:10256
+oomScoreAdj: 0
 iptables:
   localhostNodePorts: false
 conntrack:

@@ -19,6 +19,8 @@ from node.namespaces import NodeError  # noqa: E402
 
 NETWORK_STATUS = "k8s.v1.cni.cncf.io/network-status"
 NETWORKS = "k8s.v1.cni.cncf.io/networks"
+# manifold's TLS session cache: one per node, kept across pods (not a pod's leftover).
+TLS_CACHE = "manifold/.tls/"
 
 
 class KubectlError(AssertionError):
@@ -109,14 +111,17 @@ class NodeView:
 
     def cni_state(self):
         """Every file below the node's /var/lib/cni (manifold's cache, host-local's reservations,
-        libcni's result cache) but host-local's own lock and last-reserved bookkeeping."""
+        libcni's result cache) but host-local's own lock and last-reserved bookkeeping and
+        manifold's TLS session cache."""
         root = self.node.layout.inside("/var/lib/cni")
         out = []
         for dirpath, _, files in os.walk(root):
             for name in files:
                 if name == "lock" or name.startswith("last_reserved_ip"):
                     continue
-                out.append(os.path.relpath(os.path.join(dirpath, name), root))
+                rel = os.path.relpath(os.path.join(dirpath, name), root)
+                if not rel.startswith(TLS_CACHE):
+                    out.append(rel)
         return sorted(out)
 
     def netns(self):
