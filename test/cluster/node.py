@@ -35,11 +35,15 @@ def _up(args):
 
 
 def _down(args):
-    problems = down.down(None, args.keep_logs)
+    checked, problems = down.down(None, args.keep_logs)
     for line in problems:
         print("down: %s" % line, file=sys.stderr)
-    print("down: %s" % ("the machine is as before up" if not problems else
-                        "%d difference(s) from before up" % len(problems)))
+    if problems:
+        print("down: %d difference(s) from before up" % len(problems))
+    elif checked:
+        print("down: the machine is as it was before up")
+    else:
+        print("down: no node was recorded here; nothing of one is left")
     return 1 if problems else 0
 
 

@@ -72,6 +72,8 @@ def controller_manager(node, bins):
             "--cluster-signing-cert-file", os.path.join(pki, "ca.crt"),
             "--cluster-signing-key-file", os.path.join(pki, "ca.key"),
             "--service-cluster-ip-range", layout.SERVICE_CIDR,
+            # Its default, /usr/libexec/kubernetes/…, is the machine's: the probe creates it.
+            "--flex-volume-plugin-dir", node.path("volume-plugins"),
             "--bind-address", "127.0.0.1", "--leader-elect=false", "--profiling=false"]
 
 

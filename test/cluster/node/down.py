@@ -16,7 +16,7 @@ import signal
 import subprocess
 import time
 
-from node import layout, namespaces, snapshot
+from node import namespaces, snapshot
 from node.control import Node
 from node.namespaces import NodeError
 
@@ -92,7 +92,8 @@ def _remove_tree(node, keep_logs):
 
 
 def down(tree=None, keep_logs=None):
-    """Tears the node down; returns the list of problems (empty: nothing is left)."""
+    """Tears the node down; returns (whether up's snapshot was compared, the problems found:
+    none means nothing is left)."""
     node = Node(tree)
     problems = []
     identities = node.state.get("identities", [])
@@ -112,11 +113,6 @@ def down(tree=None, keep_logs=None):
     before = node.state.get("snapshot")
     if before:
         problems += snapshot.differences(before, snapshot.take())
-    for path in (node.layout.root,):
-        if os.path.lexists(path):
-            problems.append("%s still exists" % path)
-    return problems
-
-
-def cgroup_name(tree=None):
-    return layout.NodeLayout(tree).cgroup
+    if os.path.lexists(node.layout.root):
+        problems.append("%s still exists" % node.layout.root)
+    return bool(before), problems

@@ -8,6 +8,7 @@ its image built from conf/Containerfile and imported, `kubectl apply -f` of the 
 the DaemonSet (and `kubectl set image` if another image name is asked for), until the DaemonSet is
 rolled out and its agent has installed the binary and written 00-manifold.conf.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -130,6 +131,44 @@ def install_manifold(node, manifold_bin, image=None):
                alive=node.check_alive)
 
 
+WARM_UP_POD = {
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "manifold-node-warm-up", "namespace": "default"},
+    "spec": {"terminationGracePeriodSeconds": 0, "containers": [{
+        "name": "main", "image": layout.BUSYBOX_IMAGE, "imagePullPolicy": "Never",
+        "command": ["/bin/sleep", "3600"],
+        "ports": [{"containerPort": 8080, "hostPort": 18080}]}]}}
+
+
+def warm_up(node):
+    """One pod with a hostPort started and deleted, so the node-wide state a first pod creates once
+    and keeps (the cluster bridge cni0, portmap's CNI-HOSTPORT-* chains, manifold's TLS session
+    cache) exists before any scenario takes its baseline, as on a node that has run pods; and a
+    check that pods get their network through manifold at all."""
+    node.kubectl("apply", "-f", "-", input=json.dumps(WARM_UP_POD))
+    node.kubectl("wait", "pod/manifold-node-warm-up", "--for=condition=Ready", "--timeout=120s",
+                 timeout=150)
+    pod = json.loads(node.kubectl("get", "pod", "manifold-node-warm-up", "-o", "json").stdout)
+    if "k8s.v1.cni.cncf.io/network-status" not in pod["metadata"].get("annotations", {}):
+        raise NodeError("the warm-up pod has no network-status: manifold did not attach it")
+    node.kubectl("delete", "pod", "manifold-node-warm-up", "--wait=true", "--timeout=120s",
+                 timeout=150)
+    # The pod's object goes before its sandbox: wait until the kubelet's CNI DEL went through.
+    wait_until("the warm-up pod's CNI DEL", lambda: not _pod_network_state(node.layout), 120,
+               alive=node.check_alive)
+
+
+def _pod_network_state(tree):
+    """Pods' entries in manifold's cache and host-local's reservations of the cluster network."""
+    cache = tree.inside("/var/lib/cni/manifold")
+    reservations = tree.inside("/var/lib/cni/networks/" + layout.CLUSTER_NETWORK)
+    out = [n for n in os.listdir(cache) if not n.startswith(".")] if os.path.isdir(cache) else []
+    if os.path.isdir(reservations):
+        out += [n for n in os.listdir(reservations)
+                if n != "lock" and not n.startswith("last_reserved_ip")]
+    return out
+
+
 def generated_config(tree):
     """The path of the config manifold's agent generated in the node's /etc/cni/net.d (.conflist
     for a cniVersion >= 1.0.0 primary, as the Multus installer does), or None."""
@@ -156,6 +195,7 @@ def up(tree, bins, manifold_bin=None, image=None):
     print("node up in %.0f s" % (time.monotonic() - started), flush=True)
     if manifold_bin:
         install_manifold(node, manifold_bin, image)
+        warm_up(node)
         print("manifold installed in %.0f s" % (time.monotonic() - started), flush=True)
     return node
 
