@@ -5,8 +5,10 @@
 # build/debug/static), lib/ and plugin/ as unity builds everywhere (MANIFOLD_UNITY), runs every
 # unit and integration test against the sanitizer build (any sanitizer report fails the run),
 # fuzzes the parsers, then the tests that need a binary without sanitizers (valgrind, callgrind,
-# the static proof, the benchmark's quick mode) against the Debug build. Everything builds with -Wall -Wextra (clang everything, g++ lib/ and plugin/). Exits
-# non-zero if anything fails.
+# the static proof, the benchmark's quick mode) against the Debug build, and last the scenarios on a
+# real single-node Kubernetes (test/cluster/: built from pinned upstream modules, cached per machine,
+# brought up with manifold installed by its DaemonSet, torn down and checked). Everything builds
+# with -Wall -Wextra (clang everything, g++ lib/ and plugin/). Exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
