@@ -88,6 +88,10 @@ def _remove_tree(node, keep_logs):
     if keep_logs and os.path.isdir(node.layout.logs):
         shutil.rmtree(keep_logs, ignore_errors=True)
         shutil.copytree(node.layout.logs, keep_logs)
+        # The node's /var/log: manifold.log (every CNI call's log), the pods' logs.
+        var_log = node.layout.inside("/var/log")
+        if os.path.isdir(var_log):
+            shutil.copytree(var_log, os.path.join(keep_logs, "var-log"), symlinks=True)
     shutil.rmtree(root)
 
 

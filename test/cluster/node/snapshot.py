@@ -3,8 +3,8 @@ and compared by `down` after it has removed everything: the machine's links, add
 rules, its iptables rule sets (both back ends, IPv4 and IPv6), its mount table, its named network
 namespaces, the top of every cgroup hierarchy, the kernel tunables the kubelet sets, and every
 machine path a node component could write if it escaped its mount namespace. Anything that differs
-is a leak of the node, unless it is named like the live integration tests' namespaces (a
-developer's machine runs them beside the node; CI runs the node alone).
+is a leak of the node, unless it is named like the integration tests' namespaces (a developer's
+machine runs them beside the node; CI runs the node alone).
 """
 import os
 import re
@@ -87,23 +87,23 @@ def take():
     return snap
 
 
-# The integration tests name their namespaces, links and cgroups mf-<their pid>-<n>.
-_OTHER_TEST = re.compile(r"\bmf-(\d+)-\d+")
+# The integration tests name their namespaces, links and cgroups mf-<their pid>-<n>; the node never
+# names anything so.
+_OTHER_TEST = re.compile(r"\bmf-\d+-\d+\b")
 
 
-def _another_live_test(item):
-    """True for an item of an integration test that is still running beside the node (a developer's
-    machine; CI runs the node alone): not the node's to answer for."""
-    match = _OTHER_TEST.search(item)
-    return bool(match) and os.path.exists("/proc/" + match.group(1))
+def _another_test(item):
+    """True for an item of an integration test that ran beside the node (a developer's machine;
+    CI runs the node alone): not the node's to answer for."""
+    return bool(_OTHER_TEST.search(item))
 
 
 def differences(before, after):
     """Human-readable lines for everything that is in one snapshot and not in the other."""
     out = []
     for key in sorted(set(before) | set(after)):
-        old = {i for i in before.get(key, []) if not _another_live_test(i)}
-        new = {i for i in after.get(key, []) if not _another_live_test(i)}
+        old = {i for i in before.get(key, []) if not _another_test(i)}
+        new = {i for i in after.get(key, []) if not _another_test(i)}
         out += ["%s: left behind: %s" % (key, item) for item in sorted(new - old)]
         out += ["%s: gone: %s" % (key, item) for item in sorted(old - new)]
     return out

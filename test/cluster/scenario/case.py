@@ -12,6 +12,7 @@ fails them under CI=true.
 """
 import json
 import os
+import re
 import sys
 import unittest
 import uuid
@@ -121,7 +122,22 @@ class ClusterTestCase(unittest.TestCase):
             pass
         now = self.view.state()
         for key in expected:
-            self.assertEqual(now[key], expected[key], "%s: %s differs" % (what, key))
+            self.assertEqual(now[key], expected[key], "%s: %s differs%s" % (
+                what, key, self._manifold_log(set(now[key]) ^ set(expected[key]))))
+
+    def _manifold_log(self, items):
+        """manifold.log's lines about the containers named in the differing items (for a leak's
+        failure message)."""
+        ids = {m[:12] for item in items for m in re.findall(r"[0-9a-f]{64}", item)}
+        if not ids:
+            return ""
+        path = self.cluster.node.layout.inside("/var/log/manifold.log")
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                lines = [line for line in f if any(i in line for i in ids)]
+        except OSError:
+            return ""
+        return "; manifold.log about them:\n" + "".join(lines[-40:])
 
     def _finish(self):
         self.cluster.kubectl("delete", "namespace", self.namespace, "--wait=true",
