@@ -32,7 +32,9 @@ plugin_packages() {
   for p in "${plugins[@]}"; do echo "github.com/containernetworking/plugins/plugins/$p"; done
 }
 
-if [[ ${1:-} == --download ]]; then
+if [[ ${1:-} == --download && -f $out/complete ]]; then
+  exit 0  # built already: nothing to fetch
+elif [[ ${1:-} == --download ]]; then
   (cd "$here/modules/kubernetes" && "$go" list -deps -tags "$k8s_tags" . >/dev/null)
   (cd "$here/modules/etcd" && "$go" list -deps . >/dev/null)
   (cd "$here/modules/plugins" && "$go" list -deps $(plugin_packages) >/dev/null)
