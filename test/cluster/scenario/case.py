@@ -3,7 +3,8 @@
 Each test gets a namespace of its own with a unique name, in which it creates its pods and
 NetworkAttachmentDefinitions; links it needs on the node (a veth pair as a macvlan master) come
 from host_veth() and belong to the test. When the test ends, its namespace is deleted (every pod
-in it stopped by the kubelet, so CNI DEL runs through manifold), then the node must converge,
+in it stopped by the kubelet, so CNI DEL runs through manifold) and containerd must have removed
+their sandboxes (the kubelet's later removal DELs each sandbox again), then the node must converge,
 within a bounded wait, back to the state it had before the test: the same links, the same files
 under /var/lib/cni (manifold's cache, host-local's reservations, libcni's results), the same pod
 network namespaces and the same per-pod iptables rules. Only then are the test's own links
@@ -142,6 +143,12 @@ class ClusterTestCase(unittest.TestCase):
     def _finish(self):
         self.cluster.kubectl("delete", "namespace", self.namespace, "--wait=true",
                              "--timeout=180s", timeout=210)
+        # The kubelet DELs a deleted pod's sandbox again when it removes it (its sandbox garbage
+        # collection, tens of seconds later): wait for that too, so whatever those DELs leave is
+        # this test's.
+        self.cluster.wait("containerd to remove the sandboxes of " + self.namespace,
+                          lambda: not self.view.containers(self.namespace), timeout=240,
+                          interval=2)
         self.assertNodeSettles(what="after the namespace's deletion, the node")
         for link in self._links:
             self.cluster.node.run(["ip", "link", "delete", link], mount=False)

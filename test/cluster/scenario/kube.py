@@ -15,6 +15,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from node.control import Node, wait_until  # noqa: E402,F401
+from node import layout  # noqa: E402
 from node.namespaces import NodeError  # noqa: E402
 
 NETWORK_STATUS = "k8s.v1.cni.cncf.io/network-status"
@@ -138,6 +139,15 @@ class NodeView:
             out += [re.sub(r"\[\d+:\d+\]", "", line) for line in text.splitlines()
                     if line and line[0] in ":-" and "KUBE-" not in line]
         return sorted(out)
+
+    def containers(self, namespace):
+        """IDs of the containers (sandboxes included) containerd still holds for the pods of a
+        Kubernetes namespace: a deleted pod's sandbox goes only when the kubelet removes it, after
+        its last CNI DEL."""
+        label = 'labels."io.kubernetes.pod.namespace"==' + namespace
+        return self.node.run(["ctr", "--address", layout.CONTAINERD_SOCKET, "-n",
+                              layout.CONTAINERD_NAMESPACE, "containers", "list", "-q",
+                              label]).stdout.split()
 
     def state(self):
         return {"links": self.links(), "cni": self.cni_state(), "netns": self.netns(),
