@@ -5,8 +5,10 @@
 # build/debug/static), lib/ and plugin/ as unity builds everywhere (MANIFOLD_UNITY), runs every
 # unit and integration test against the sanitizer build (any sanitizer report fails the run),
 # fuzzes the parsers, then the tests that need a binary without sanitizers (valgrind, callgrind,
-# the static proof, the benchmark's quick mode) against the Debug build. Everything builds with -Wall -Wextra (clang everything, g++ lib/ and plugin/). Exits
-# non-zero if anything fails.
+# the static proof, the benchmark's quick mode) against the Debug build, and last the scenarios on a
+# real single-node Kubernetes (test/cluster/: built from pinned upstream modules, cached per machine,
+# brought up with manifold installed by its DaemonSet, torn down and checked). Everything builds
+# with -Wall -Wextra (clang everything, g++ lib/ and plugin/). Exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -17,6 +19,12 @@ stage() { printf '== [%02d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*";
 
 stage "installing what is missing"
 bash test/install-deps.sh
+
+# The test node's Go modules are fetched while the C++ trees build: downloading is I/O, and a warm
+# machine has them already. The node's build itself waits for the cluster stage (test/cluster/).
+mkdir -p build
+bash test/cluster/build.sh --download >build/cluster-download.log 2>&1 &
+cluster_download=$!
 
 # Line tables are all the debug information CI needs (file:line in sanitizer, valgrind and gdb
 # stacks); full DWARF costs a fifth of the build time. clang builds the sanitizer tree: it compiles
@@ -69,7 +77,7 @@ fi
 rm -rf "$asan_probe"
 (cd build/asan && ASAN_OPTIONS="log_path=$asan_logs/asan:detect_leaks=1:halt_on_error=1" \
    UBSAN_OPTIONS="log_path=$asan_logs/ubsan:print_stacktrace=1:halt_on_error=1" \
-   ctest --output-on-failure --no-tests=error -E "$unsanitized" -j "$jobs") || status=1
+   ctest --output-on-failure --no-tests=error -E "$unsanitized" -LE cluster -j "$jobs") || status=1
 if [[ -n $(ls -A "$asan_logs") ]]; then
   echo "sanitizer reports:" >&2
   for report in "$asan_logs"/*; do
@@ -84,7 +92,33 @@ stage "fuzzing every parser for a bounded time under ASan+UBSan (libFuzzer, clan
 MANIFOLD_FUZZ_BUILD=build/asan bash test/fuzz/run.sh "${MANIFOLD_FUZZ_SECONDS:-15}" || status=1
 
 stage "valgrind, callgrind, static binary and benchmark tests, Debug build"
-(cd build/debug && ctest --output-on-failure --no-tests=error -R "$unsanitized" -j "$jobs") || status=1
+(cd build/debug && ctest --output-on-failure --no-tests=error -R "$unsanitized" -LE cluster -j "$jobs") || status=1
+
+# The real single-node Kubernetes (test/cluster/): its binaries built from the pinned upstream
+# modules (cached per machine, keyed by the pins: a warm run builds nothing), the node brought up
+# with manifold installed by its own DaemonSet from the static release binary, the scenarios run
+# through kubectl, and the node torn down, always, with down's check that the machine is as it was
+# before up. A node left by an interrupted run is torn down first.
+cluster_stage() {
+  local bins rc=0
+  stage "cluster: building the test node's binaries (test/cluster/build.sh; cached per machine)"
+  wait "$cluster_download" || { cat build/cluster-download.log >&2; return 1; }
+  bins=$(bash test/cluster/build.sh) || return 1
+  python3 test/cluster/node.py down >/dev/null 2>&1 || true
+  stage "cluster: node up with manifold installed (test/cluster/node.py up)"
+  trap 'python3 test/cluster/node.py down --keep-logs build/cluster-logs' EXIT
+  if python3 test/cluster/node.py up --bins "$bins" --manifold build/debug/static/manifold; then
+    stage "cluster: scenarios on the node (ctest -L cluster)"
+    (cd build/debug && ctest --output-on-failure --no-tests=error -L cluster) || rc=1
+  else
+    rc=1
+  fi
+  stage "cluster: node down, machine checked against its state before up (build/cluster-logs)"
+  trap - EXIT
+  python3 test/cluster/node.py down --keep-logs build/cluster-logs || rc=1
+  return "$rc"
+}
+cluster_stage || status=1
 
 stage "done: exit status $status"
 exit "$status"
