@@ -101,6 +101,9 @@ stage "valgrind, callgrind, static binary and benchmark tests, Debug build"
 # before up. A node left by an interrupted run is torn down first.
 cluster_stage() {
   local bins rc=0
+  # One node per machine: whoever brings one up by hand holds this lock too (README).
+  exec 9>/run/lock/manifold-node.lock
+  flock 9
   stage "cluster: building the test node's binaries (test/cluster/build.sh; cached per machine)"
   wait "$cluster_download" || { cat build/cluster-download.log >&2; return 1; }
   bins=$(bash test/cluster/build.sh) || return 1
