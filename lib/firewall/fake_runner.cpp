@@ -1,5 +1,5 @@
 // FakeIptablesRunner: call recording plus a small interpreter for iptables-restore --noflush
-// payloads over SavedTable, mirroring the refusals real iptables makes so that lifecycle code is
+// payloads over SavedTable (nat and filter), mirroring the refusals real iptables makes so that lifecycle code is
 // tested against the same failure modes (a -D for a missing rule, -X of a referenced chain, …).
 #include "firewall/fake_runner.h"
 
@@ -50,13 +50,13 @@ void apply_chain_line(SavedTable& table, std::string_view line, std::size_t line
   const std::vector<std::string> words = split_rule_words(line.substr(1));
   if (words.size() < 2) refuse(line_no, "malformed chain line");
   if (SavedChain* chain = table.find(words[0])) {
-    if (is_builtin_nat_chain(words[0])) {
+    if (is_builtin_chain(words[0])) {
       if (words[1] != "-") chain->policy = words[1];
     } else {
       chain->rules.clear();  // --noflush: a user chain line flushes an existing chain
     }
   } else {
-    if (is_builtin_nat_chain(words[0])) refuse(line_no, "built-in chain missing");
+    if (is_builtin_chain(words[0])) refuse(line_no, "built-in chain missing");
     table.chains.push_back(SavedChain{words[0], "-", {}});
   }
 }
@@ -105,7 +105,7 @@ void apply_line(SavedTable& table, std::string_view line, std::size_t line_no) {
       return;
     case 'X': {
       SavedChain& chain = existing_chain(table, name, line_no);
-      if (is_builtin_nat_chain(name)) refuse(line_no, "Can't delete built-in chain");
+      if (is_builtin_chain(name)) refuse(line_no, "Can't delete built-in chain");
       if (!chain.rules.empty()) refuse(line_no, "Directory not empty");
       if (!references_to(table, name).empty()) refuse(line_no, "Too many links");
       table.chains.erase(table.chains.begin() + (&chain - table.chains.data()));
@@ -118,10 +118,26 @@ void apply_line(SavedTable& table, std::string_view line, std::size_t line_no) {
 
 }  // namespace
 
-SavedTable empty_nat_table() {
-  SavedTable nat{"nat", {}};
-  for (const char* name : {"PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"}) nat.chains.push_back({name, "ACCEPT", {}});
-  return nat;
+SavedTable empty_table(Table table) {
+  SavedTable out{std::string(table_name(table)), {}};
+  if (table == Table::Nat) {
+    for (const char* name : {"PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"})
+      out.chains.push_back({name, "ACCEPT", {}});
+  } else {
+    for (const char* name : {"INPUT", "FORWARD", "OUTPUT"}) out.chains.push_back({name, "ACCEPT", {}});
+  }
+  return out;
+}
+
+SavedTable empty_nat_table() { return empty_table(Table::Nat); }
+
+Table payload_table(const std::string& payload) {
+  const std::size_t star = payload.find('*');
+  const std::string name =
+      star == std::string::npos ? "" : payload.substr(star + 1, payload.find('\n', star) - star - 1);
+  if (name == "nat") return Table::Nat;
+  if (name == "filter") return Table::Filter;
+  throw cni::CniError(cni::ErrorCode::Firewall, "table '" + name + "' is not simulated");
 }
 
 void apply_restore_payload(SavedTable& table, const std::string& payload) {
@@ -138,7 +154,7 @@ void apply_restore_payload(SavedTable& table, const std::string& payload) {
     while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.remove_suffix(1);
     if (line.empty() || line.front() == '#') continue;
     if (line.front() == '*') {
-      if (line != "*nat") refuse(line_no, "only the nat table is simulated");
+      if (line.substr(1) != table.name) refuse(line_no, "only the " + table.name + " table is simulated here");
       in_table = true;
     } else if (line == "COMMIT") {
       if (!in_table) refuse(line_no, "COMMIT outside a table");
@@ -152,9 +168,9 @@ void apply_restore_payload(SavedTable& table, const std::string& payload) {
   table = std::move(work);
 }
 
-SavedTable& FakeIptablesRunner::table(Family family, Backend backend) {
-  auto it = tables_.find({family, backend});
-  if (it == tables_.end()) it = tables_.emplace(Key{family, backend}, empty_nat_table()).first;
+SavedTable& FakeIptablesRunner::table(Family family, Backend backend, Table table) {
+  auto it = tables_.find({family, backend, table});
+  if (it == tables_.end()) it = tables_.emplace(TableKey{family, backend, table}, empty_table(table)).first;
   return it->second;
 }
 
@@ -165,10 +181,10 @@ void FakeIptablesRunner::check_present(Family family, Backend backend, bool rest
   }
 }
 
-std::string FakeIptablesRunner::save(Family family, Backend backend) {
-  calls_.push_back({"save", family, backend, {}});
+std::string FakeIptablesRunner::save(Family family, Backend backend, Table table) {
+  calls_.push_back({"save", family, backend, {}, table});
   check_present(family, backend, false);
-  return table_text(family, backend);
+  return table_text(family, backend, table);
 }
 
 void FakeIptablesRunner::restore(Family family, Backend backend, const std::string& payload) {
@@ -179,7 +195,7 @@ void FakeIptablesRunner::restore(Family family, Backend backend, const std::stri
     --it->second;
     throw cni::CniError(cni::ErrorCode::Firewall, restore_binary_name(family, backend) + " failed (injected)");
   }
-  apply_restore_payload(table(family, backend), payload);
+  apply_restore_payload(table(family, backend, payload_table(payload)), payload);
 }
 
 Backend FakeIptablesRunner::detect() {
@@ -190,13 +206,13 @@ Backend FakeIptablesRunner::detect() {
 bool FakeIptablesRunner::available(Family family, Backend backend) { return missing_.count({family, backend}) == 0; }
 
 void FakeIptablesRunner::load(Family family, Backend backend, const std::string& payload) {
-  apply_restore_payload(table(family, backend), payload);
+  apply_restore_payload(table(family, backend, payload_table(payload)), payload);
 }
 
-std::string FakeIptablesRunner::table_text(Family family, Backend backend) const {
-  auto it = tables_.find({family, backend});
-  const SavedTable nat = it == tables_.end() ? empty_nat_table() : it->second;
-  return "# Generated by fake " + save_binary_name(family, backend) + "\n" + render_table(nat) + "# Completed\n";
+std::string FakeIptablesRunner::table_text(Family family, Backend backend, Table table) const {
+  auto it = tables_.find({family, backend, table});
+  const SavedTable saved = it == tables_.end() ? empty_table(table) : it->second;
+  return "# Generated by fake " + save_binary_name(family, backend) + "\n" + render_table(saved) + "# Completed\n";
 }
 
 std::size_t FakeIptablesRunner::count(const std::string& op) const {

@@ -1,5 +1,5 @@
-// An in-memory IptablesRunner for unit tests. It records every call and simulates one nat table per
-// (family, backend) closely enough to exercise the mesh lifecycle: restore payloads are applied
+// An in-memory IptablesRunner for unit tests. It records every call and simulates the nat and filter
+// tables per (family, backend) closely enough to exercise the mesh and policy lifecycles: restore payloads are applied
 // atomically with iptables-restore --noflush semantics (a user chain line creates or flushes, -A,
 // -I [n], -D by exact rule text, -N, -F, -X with iptables' refusals: unknown chain or jump target,
 // missing rule, non-empty or referenced chain, built-in chain), and save renders the table in
@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -29,11 +30,12 @@ class FakeIptablesRunner final : public IptablesRunner {
     Family family{};      ///< unused for "detect"
     Backend backend{};    ///< unused for "detect"
     std::string payload;  ///< the restore payload ("" otherwise)
+    Table table{};        ///< the table saved ("save" only)
   };
 
   FakeIptablesRunner() = default;
 
-  std::string save(Family family, Backend backend) override;
+  std::string save(Family family, Backend backend, Table table) override;
   void restore(Family family, Backend backend, const std::string& payload) override;
   Backend detect() override;
   bool available(Family family, Backend backend) override;
@@ -50,8 +52,8 @@ class FakeIptablesRunner final : public IptablesRunner {
   /// Applies `payload` like restore() but without recording it (to seed foreign rules).
   /// Throws CniError(Firewall) when the payload is refused.
   void load(Family family, Backend backend, const std::string& payload);
-  /// The simulated nat table of `family`/`backend`, rendered like iptables-save -t nat.
-  std::string table_text(Family family, Backend backend) const;
+  /// The simulated `table` of `family`/`backend`, rendered like iptables-save -t <table>.
+  std::string table_text(Family family, Backend backend, Table table = Table::Nat) const;
 
   /// Every call so far, in order.
   const std::vector<Call>& calls() const { return calls_; }
@@ -62,11 +64,12 @@ class FakeIptablesRunner final : public IptablesRunner {
 
  private:
   using Key = std::pair<Family, Backend>;
+  using TableKey = std::tuple<Family, Backend, Table>;
 
-  SavedTable& table(Family family, Backend backend);
+  SavedTable& table(Family family, Backend backend, Table table);
   void check_present(Family family, Backend backend, bool restore) const;
 
-  std::map<Key, SavedTable> tables_;
+  std::map<TableKey, SavedTable> tables_;
   std::set<Key> missing_;
   std::map<Family, int> failures_;
   std::function<void(Family, Backend)> before_restore_;
@@ -74,9 +77,17 @@ class FakeIptablesRunner final : public IptablesRunner {
   Backend detected_ = Backend::Nft;
 };
 
-/// Applies an iptables-restore --noflush payload to `table` (nat only) atomically: on any error the
-/// table is unchanged and CniError(Firewall) says which line failed and why.
+/// Applies an iptables-restore --noflush payload to `table` (nat or filter; the payload must name
+/// that table) atomically: on any error the table is unchanged and CniError(Firewall) says which
+/// line failed and why.
 void apply_restore_payload(SavedTable& table, const std::string& payload);
+
+/// The table a payload names in its first `*<table>` line (nat or filter); CniError(Firewall) for
+/// anything else.
+Table payload_table(const std::string& payload);
+
+/// `table` with only its built-in chains, as a fresh namespace has.
+SavedTable empty_table(Table table);
 
 /// A nat table with only the four built-in chains, as a fresh namespace has.
 SavedTable empty_nat_table();

@@ -20,6 +20,8 @@ std::string_view family_name(Family family) { return family == Family::V4 ? "IPv
 
 std::string_view backend_name(Backend backend) { return backend == Backend::Legacy ? "legacy" : "nft"; }
 
+std::string_view table_name(Table table) { return table == Table::Nat ? "nat" : "filter"; }
+
 std::optional<Backend> parse_backend(std::string_view text) {
   if (text == "legacy") return Backend::Legacy;
   if (text == "nft") return Backend::Nft;

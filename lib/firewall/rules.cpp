@@ -5,7 +5,6 @@
 #include "firewall/rules.h"
 
 #include "cni/error.h"
-#include "firewall/save_text.h"
 
 namespace manifold::firewall {
 
@@ -71,36 +70,6 @@ std::vector<std::string> outbound_body(std::string_view ifname, const MeshConfig
   return body;
 }
 
-// What the ADD payload does about one of our two chain names.
-struct ChainPlan {
-  std::string name;
-  const MeshChain* wanted = nullptr;      // null: this direction is disabled
-  bool exists = false;                    // declared in the current nat table
-  bool keep_jump = false;                 // the current jump is exactly right
-  std::vector<ChainReference> to_delete;  // references to remove with -D
-};
-
-ChainPlan plan_chain(const SavedTable* nat, const std::string& name, const MeshChain* wanted, const std::string& in,
-                     const std::string& out) {
-  ChainPlan plan{name, wanted, false, false, {}};
-  if (nat == nullptr) return plan;
-  plan.exists = nat->find(name) != nullptr;
-  for (ChainReference& ref : references_to(*nat, name)) {
-    if (ref.chain == in || ref.chain == out) continue;  // flushed by the chain line anyway
-    plan.to_delete.push_back(std::move(ref));
-  }
-  if (wanted != nullptr && plan.to_delete.size() == 1) {
-    const ChainReference& ref = plan.to_delete.front();
-    const SavedChain* hook = nat->find(wanted->hook);
-    if (ref.chain == wanted->hook && ref.spec == wanted->jump_spec && hook != nullptr &&
-        ref.index < first_foreign_mesh_jump(*hook)) {
-      plan.keep_jump = true;
-      plan.to_delete.clear();
-    }
-  }
-  return plan;
-}
-
 }  // namespace
 
 std::string inbound_chain_name(std::string_view ifname) { return chain_name(kChainPrefixIn, ifname); }
@@ -147,33 +116,8 @@ std::vector<MeshChain> mesh_chains(std::string_view ifname, const MeshConfig& cf
 
 std::string build_add_payload(std::string_view ifname, const MeshConfig& cfg, Family family,
                               std::string_view current_save) {
-  const std::vector<MeshChain> chains = mesh_chains(ifname, cfg, family);
-  const std::string in = inbound_chain_name(ifname);
-  const std::string out = outbound_chain_name(ifname);
-  const SaveText saved = parse_save_text(current_save);
-  const SavedTable* nat = saved.find("nat");
-
-  auto wanted = [&](const std::string& name) -> const MeshChain* {
-    for (const MeshChain& c : chains)
-      if (c.name == name) return &c;
-    return nullptr;
-  };
-  const ChainPlan plans[] = {plan_chain(nat, in, wanted(in), in, out), plan_chain(nat, out, wanted(out), in, out)};
-
-  std::string payload = "*nat\n";
-  for (const ChainPlan& p : plans)
-    if (p.wanted != nullptr || p.exists) payload += ":" + p.name + " - [0:0]\n";
-  for (const ChainPlan& p : plans)
-    for (const ChainReference& ref : p.to_delete) payload += "-D " + ref.chain + " " + ref.spec + "\n";
-  for (const ChainPlan& p : plans)
-    if (p.wanted != nullptr)
-      for (const std::string& rule : p.wanted->body) payload += "-A " + p.name + " " + rule + "\n";
-  for (const ChainPlan& p : plans)
-    if (p.wanted != nullptr && !p.keep_jump) payload += "-I " + p.wanted->hook + " 1 " + p.wanted->jump_spec + "\n";
-  for (const ChainPlan& p : plans)
-    if (p.wanted == nullptr && p.exists) payload += "-X " + p.name + "\n";
-  payload += "COMMIT\n";
-  return payload;
+  return build_chains_payload(Table::Nat, {inbound_chain_name(ifname), outbound_chain_name(ifname)},
+                              mesh_chains(ifname, cfg, family), current_save);
 }
 
 }  // namespace manifold::firewall

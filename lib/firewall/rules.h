@@ -15,6 +15,7 @@
 
 #include "firewall/iptables_types.h"
 #include "firewall/mesh_config.h"
+#include "firewall/owned_chains.h"
 
 namespace manifold::firewall {
 
@@ -24,16 +25,8 @@ inline constexpr std::size_t kMaxChainNameLength = 28;
 /// Most port references one `-m multiport` rule may hold (a range counts as two).
 inline constexpr std::size_t kMultiportLimit = 15;
 
-/// One of our chains: its name, the built-in chain that jumps to it, the jump rule and the body.
-/// Rule texts are "specs": what follows `-A <chain> ` in iptables-save output.
-struct MeshChain {
-  std::string name;               ///< "CNIMESH-IN-net1"
-  std::string hook;               ///< "PREROUTING" or "OUTPUT"
-  std::string jump_spec;          ///< the rule in `hook` that jumps to `name`
-  std::vector<std::string> body;  ///< the rules of `name`, in order
-
-  bool operator==(const MeshChain&) const = default;
-};
+/// One of the mesh's chains (firewall/owned_chains.h).
+using MeshChain = OwnedChain;
 
 /// "CNIMESH-IN-<ifname>"; validates the interface name (CniError InvalidConfig).
 std::string inbound_chain_name(std::string_view ifname);

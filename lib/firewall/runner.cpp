@@ -84,7 +84,8 @@ std::string RealIptablesRunner::find_binary(const std::string& name) const {
     std::string dirs;
     for (const std::string& dir : options_.bin_dirs) dirs += (dirs.empty() ? "" : ", ") + dir;
     throw cni::CniError(cni::ErrorCode::Firewall, name + " not found in " + dirs,
-                        "install the iptables package of the node or set mesh.iptablesMode to the backend it has");
+                        "install the iptables package of the node or set mesh.iptablesMode "
+                        "(multiNetworkPolicy.iptablesMode) to the backend it has");
   }
   return path;
 }
@@ -101,17 +102,17 @@ bool RealIptablesRunner::available(Family family, Backend backend) {
          !lookup_binary(restore_binary_name(family, backend)).empty();
 }
 
-std::string RealIptablesRunner::save(Family family, Backend backend) {
+std::string RealIptablesRunner::save(Family family, Backend backend, Table table) {
   ProcessSpec spec;
   spec.binary = find_binary(save_binary_name(family, backend));
-  spec.args = {"-t", "nat"};
+  spec.args = {"-t", std::string(table_name(table))};
   spec.env = child_env(backend);
   spec.netns_path = options_.netns_path;
   spec.timeout = std::chrono::seconds(options_.lock_wait_seconds) + kExtraTimeout;
   ProcessOutput out = run_process(spec);
   if (!out.ok())
     throw cni::CniError(cni::ErrorCode::Firewall,
-                        save_binary_name(family, backend) + " -t nat failed " +
+                        save_binary_name(family, backend) + " -t " + std::string(table_name(table)) + " failed " +
                             where(family, backend, options_.netns_path) + ": " +
                             (out.err.empty() ? "exit status " + std::to_string(out.exit_code) : first_line(out.err)),
                         out.err);

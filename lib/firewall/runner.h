@@ -1,6 +1,6 @@
-// The side-effect boundary of the firewall module: reading the nat table (`iptables-save -t nat`),
-// loading a payload (`iptables-restore --noflush`) and choosing a backend, all inside one pod
-// network namespace. IptablesRunner is the interface the mesh lifecycle is written against;
+// The side-effect boundary of the firewall module: reading a table (`iptables-save -t nat` for the
+// mesh, `-t filter` for network policy), loading a payload (`iptables-restore --noflush`) and choosing a backend, all inside one pod
+// network namespace. IptablesRunner is the interface the mesh and policy lifecycles are written against;
 // RealIptablesRunner runs the node's binaries: looked up only
 // in /usr/sbin, /sbin, /usr/bin, never via PATH; always `--noflush`; for legacy, `-w <secs>` and
 // XTABLES_LOCKFILE set to the netns path so the lock is per pod and never contends with the host's
@@ -14,13 +14,13 @@
 
 namespace manifold::firewall {
 
-/// Reads and writes the nat table of one network namespace.
+/// Reads and writes the tables of one network namespace.
 class IptablesRunner {
  public:
   virtual ~IptablesRunner() = default;
 
-  /// The `iptables-save -t nat` text of `family` with `backend`. Throws CniError(Firewall).
-  virtual std::string save(Family family, Backend backend) = 0;
+  /// The `iptables-save -t <table>` text of `family` with `backend`. Throws CniError(Firewall).
+  virtual std::string save(Family family, Backend backend, Table table) = 0;
   /// Loads `payload` with `iptables-restore --noflush` (atomic: all or nothing). Throws
   /// CniError(Firewall) with iptables' message when the load fails.
   virtual void restore(Family family, Backend backend, const std::string& payload) = 0;
@@ -44,7 +44,7 @@ class RealIptablesRunner final : public IptablesRunner {
   /// Uses `options` for every call.
   explicit RealIptablesRunner(Options options);
 
-  std::string save(Family family, Backend backend) override;
+  std::string save(Family family, Backend backend, Table table) override;
   void restore(Family family, Backend backend, const std::string& payload) override;
   Backend detect() override;
   bool available(Family family, Backend backend) override;

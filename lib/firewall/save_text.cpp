@@ -12,8 +12,7 @@ namespace manifold::firewall {
 
 namespace {
 
-constexpr std::size_t kMaxNameLength = 64;    // table or chain names we accept from save text
-constexpr std::size_t kMaxMessageRule = 512;  // how much of a rule a CHECK message repeats
+constexpr std::size_t kMaxNameLength = 64;  // table or chain names we accept from save text
 
 struct Word {
   std::string text;
@@ -99,87 +98,6 @@ bool parse_line(std::string_view line, ParseState& st) {
   return false;
 }
 
-std::string shorten(std::string_view rule) {
-  if (rule.size() <= kMaxMessageRule) return std::string(rule);
-  return std::string(rule.substr(0, kMaxMessageRule)) + "...";
-}
-
-std::string rule_line(std::string_view chain, std::string_view spec) {
-  std::string line = "-A ";
-  line += chain;
-  if (!spec.empty()) {
-    line += ' ';
-    line += spec;
-  }
-  return shorten(line);
-}
-
-// References to `name` from chains other than our own two (whose bodies are flushed anyway).
-std::vector<ChainReference> outside_references(const SavedTable* nat, std::string_view name, std::string_view in,
-                                               std::string_view out) {
-  std::vector<ChainReference> refs;
-  if (nat == nullptr) return refs;
-  for (ChainReference& ref : references_to(*nat, name))
-    if (ref.chain != in && ref.chain != out) refs.push_back(std::move(ref));
-  return refs;
-}
-
-void compare_body(const std::string& name, const std::vector<std::string>& actual,
-                  const std::vector<std::string>& expected, std::vector<std::string>& diffs) {
-  if (actual == expected) return;
-  std::map<std::string_view, std::size_t> remaining;
-  for (const std::string& rule : expected) ++remaining[rule];
-  bool any = false;
-  for (const std::string& rule : actual) {
-    auto it = remaining.find(rule);
-    if (it != remaining.end() && it->second > 0) {
-      --it->second;
-    } else {
-      diffs.push_back(name + " has an unexpected rule: " + rule_line(name, rule));
-      any = true;
-    }
-  }
-  for (const std::string& rule : expected) {
-    auto it = remaining.find(rule);
-    if (it->second > 0) {
-      --it->second;
-      diffs.push_back(name + " is missing the rule: " + rule_line(name, rule));
-      any = true;
-    }
-  }
-  if (!any) diffs.push_back(name + " has the expected rules in the wrong order");
-}
-
-void compare_jumps(const MeshChain& want, const SavedTable* nat, const std::vector<ChainReference>& refs,
-                   std::vector<std::string>& diffs) {
-  std::vector<const ChainReference*> in_hook;
-  for (const ChainReference& ref : refs) {
-    if (ref.chain == want.hook)
-      in_hook.push_back(&ref);
-    else
-      diffs.push_back("unexpected jump to " + want.name + " in " + ref.chain + ": " + rule_line(ref.chain, ref.spec));
-  }
-  if (in_hook.empty()) {
-    diffs.push_back("no jump to " + want.name + " in " + want.hook);
-    return;
-  }
-  if (in_hook.size() > 1) {
-    diffs.push_back(std::to_string(in_hook.size()) + " jumps to " + want.name + " in " + want.hook +
-                    ", expected exactly one");
-    return;
-  }
-  const ChainReference& ref = *in_hook.front();
-  if (ref.spec != want.jump_spec)
-    diffs.push_back("the jump to " + want.name + " in " + want.hook + " differs: expected " +
-                    rule_line(want.hook, want.jump_spec) + ", found " + rule_line(ref.chain, ref.spec));
-  const SavedChain* hook = nat->find(want.hook);
-  const std::size_t foreign = first_foreign_mesh_jump(*hook);
-  if (ref.index >= foreign)
-    diffs.push_back("the jump to " + want.name + " in " + want.hook + " (rule " + std::to_string(ref.index + 1) +
-                    ") comes after the jump to " + rule_target(hook->rules[foreign]) + " (rule " +
-                    std::to_string(foreign + 1) + ")");
-}
-
 }  // namespace
 
 const SavedChain* SavedTable::find(std::string_view chain) const {
@@ -257,8 +175,8 @@ std::size_t first_foreign_mesh_jump(const SavedChain& hook) {
   return hook.rules.size();
 }
 
-bool is_builtin_nat_chain(std::string_view chain) {
-  return chain == "PREROUTING" || chain == "INPUT" || chain == "OUTPUT" || chain == "POSTROUTING";
+bool is_builtin_chain(std::string_view chain) {
+  return chain == "PREROUTING" || chain == "INPUT" || chain == "FORWARD" || chain == "OUTPUT" || chain == "POSTROUTING";
 }
 
 std::string render_table(const SavedTable& table) {
@@ -272,51 +190,13 @@ std::string render_table(const SavedTable& table) {
 }
 
 std::string build_del_payload(std::string_view save_text, std::string_view ifname) {
-  const std::string in = inbound_chain_name(ifname);
-  const std::string out = outbound_chain_name(ifname);
-  const SaveText saved = parse_save_text(save_text);
-  const SavedTable* nat = saved.find("nat");
-  std::vector<std::string> existing;
-  std::vector<ChainReference> refs;
-  for (const std::string& name : {in, out}) {
-    if (nat != nullptr && nat->find(name) != nullptr) existing.push_back(name);
-    for (ChainReference& ref : outside_references(nat, name, in, out)) refs.push_back(std::move(ref));
-  }
-  if (existing.empty() && refs.empty()) return {};
-  std::string payload = "*nat\n";
-  for (const std::string& name : existing) payload += ":" + name + " - [0:0]\n";
-  for (const ChainReference& ref : refs)
-    payload += (ref.spec.empty() ? "-D " + ref.chain : "-D " + ref.chain + " " + ref.spec) + "\n";
-  for (const std::string& name : existing) payload += "-X " + name + "\n";
-  payload += "COMMIT\n";
-  return payload;
+  return build_chains_removal(Table::Nat, {inbound_chain_name(ifname), outbound_chain_name(ifname)}, save_text);
 }
 
 std::vector<std::string> compare_mesh_rules(std::string_view save_text, std::string_view ifname,
                                             const std::vector<MeshChain>& expected) {
-  const std::string in = inbound_chain_name(ifname);
-  const std::string out = outbound_chain_name(ifname);
-  const SaveText saved = parse_save_text(save_text);
-  const SavedTable* nat = saved.find("nat");
-  std::vector<std::string> diffs;
-  for (const std::string& name : {in, out}) {
-    const auto want =
-        std::find_if(expected.begin(), expected.end(), [&](const MeshChain& c) { return c.name == name; });
-    const SavedChain* chain = nat != nullptr ? nat->find(name) : nullptr;
-    const std::vector<ChainReference> refs = outside_references(nat, name, in, out);
-    if (want == expected.end()) {
-      if (chain != nullptr) diffs.push_back("unexpected chain " + name + " (its direction is not redirected)");
-      for (const ChainReference& ref : refs)
-        diffs.push_back("unexpected jump to " + name + " in " + ref.chain + ": " + rule_line(ref.chain, ref.spec));
-      continue;
-    }
-    if (chain == nullptr)
-      diffs.push_back("chain " + name + " is missing");
-    else
-      compare_body(name, chain->rules, want->body, diffs);
-    compare_jumps(*want, nat, refs, diffs);
-  }
-  return diffs;
+  return compare_chains(Table::Nat, {inbound_chain_name(ifname), outbound_chain_name(ifname)}, expected, save_text,
+                        "its direction is not redirected");
 }
 
 }  // namespace manifold::firewall

@@ -75,8 +75,8 @@ std::vector<ChainReference> references_to(const SavedTable& table, std::string_v
 /// chain, or the chain's rule count when there is none (so "index < result" means "before").
 std::size_t first_foreign_mesh_jump(const SavedChain& hook);
 
-/// True for PREROUTING, INPUT, OUTPUT, POSTROUTING (the nat table's built-in chains).
-bool is_builtin_nat_chain(std::string_view chain);
+/// True for PREROUTING, INPUT, FORWARD, OUTPUT, POSTROUTING (the built-in chains of every table).
+bool is_builtin_chain(std::string_view chain);
 
 /// Renders a table in iptables-save form (`*name`, chain lines, `-A` lines, COMMIT).
 std::string render_table(const SavedTable& table);

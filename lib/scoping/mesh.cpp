@@ -31,7 +31,7 @@ bool remove_family(IptablesRunner& runner, const std::string& ifname, Family fam
                    bool tolerate_save_failure) {
   std::string current;
   try {
-    current = runner.save(family, backend);
+    current = runner.save(family, backend, Table::Nat);
   } catch (const cni::CniError& e) {
     if (!tolerate_save_failure) throw;
     util::log_debug("firewall: skipping ", family_name(family), " ", backend_name(backend), " for ", ifname, ": ",
@@ -45,7 +45,7 @@ bool remove_family(IptablesRunner& runner, const std::string& ifname, Family fam
   } catch (const cni::CniError& e) {
     util::log_warning("firewall: removing mesh rules of ", ifname, " (", family_name(family), ", ",
                       backend_name(backend), ") failed, re-reading the table and retrying once: ", e.msg());
-    payload = build_del_payload(runner.save(family, backend), ifname);
+    payload = build_del_payload(runner.save(family, backend, Table::Nat), ifname);
     if (payload.empty()) return false;
     runner.restore(family, backend, payload);
   }
@@ -157,7 +157,7 @@ MeshState apply_mesh(IptablesRunner& runner, const std::string& ifname, const Me
 
   for (Family family : unique_families(families)) {
     try {
-      const std::string payload = build_add_payload(ifname, cfg, family, runner.save(family, backend));
+      const std::string payload = build_add_payload(ifname, cfg, family, runner.save(family, backend, Table::Nat));
       runner.restore(family, backend, payload);
       state.families.push_back(family);
       state.payloads[family] = payload;
@@ -206,7 +206,7 @@ std::vector<std::string> check_mesh(IptablesRunner& runner, const MeshState& sta
     // A config that is no longer active expects none of our chains: leftovers are reported.
     const std::vector<MeshChain> expected =
         cfg.active() ? mesh_chains(state.ifname, cfg, family) : std::vector<MeshChain>{};
-    for (const std::string& d : compare_mesh_rules(runner.save(family, backend), state.ifname, expected))
+    for (const std::string& d : compare_mesh_rules(runner.save(family, backend, Table::Nat), state.ifname, expected))
       diffs.push_back(std::string(family_name(family)) + ": " + d);
   }
   return diffs;

@@ -219,7 +219,7 @@ TEST_CASE("IPv6 failing after IPv4 rolls IPv4 back", "[firewall][netns]") {
   struct NoIpv6 final : IptablesRunner {
     IptablesRunner& inner;
     explicit NoIpv6(IptablesRunner& r) : inner(r) {}
-    std::string save(Family f, Backend b) override { return inner.save(f, b); }
+    std::string save(Family f, Backend b, Table t) override { return inner.save(f, b, t); }
     void restore(Family f, Backend b, const std::string& p) override {
       if (f == Family::V6) throw cni::CniError(cni::ErrorCode::Firewall, "ip6tables refused (test)");
       inner.restore(f, b, p);

@@ -92,9 +92,9 @@ RealIptablesRunner TestNetns::runner(int lock_wait_seconds) const {
   return RealIptablesRunner(options);
 }
 
-std::string CountingRunner::save(Family family, Backend backend) {
+std::string CountingRunner::save(Family family, Backend backend, Table table) {
   ++saves;
-  return inner_.save(family, backend);
+  return inner_.save(family, backend, table);
 }
 
 void CountingRunner::restore(Family family, Backend backend, const std::string& payload) {

@@ -58,7 +58,7 @@ class CountingRunner final : public IptablesRunner {
  public:
   /// Wraps `inner`.
   explicit CountingRunner(IptablesRunner& inner) : inner_(inner) {}
-  std::string save(Family family, Backend backend) override;
+  std::string save(Family family, Backend backend, Table table) override;
   void restore(Family family, Backend backend, const std::string& payload) override;
   Backend detect() override { return inner_.detect(); }
   bool available(Family family, Backend backend) override { return inner_.available(family, backend); }

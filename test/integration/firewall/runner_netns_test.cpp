@@ -47,10 +47,10 @@ TEST_CASE("the runner reads and writes the namespace's table only", "[firewall][
   RealIptablesRunner runner = ns.runner();
   runner.restore(Family::V4, backend, "*nat\n:MFFW-TEST-" + ns.name().substr(5, 10) + " - [0:0]\nCOMMIT\n");
   CHECK(has(ns.nat_rules(Family::V4, backend), ":MFFW-TEST-"));
-  CHECK(has(runner.save(Family::V4, backend), ":MFFW-TEST-"));
+  CHECK(has(runner.save(Family::V4, backend, Table::Nat), ":MFFW-TEST-"));
   TestNetns other;
   REQUIRE(other.ready());
-  CHECK_FALSE(has(other.runner().save(Family::V4, backend), "MFFW-TEST"));
+  CHECK_FALSE(has(other.runner().save(Family::V4, backend, Table::Nat), "MFFW-TEST"));
 }
 
 TEST_CASE("a failing restore is atomic and quotes iptables", "[firewall][netns]") {
@@ -118,7 +118,7 @@ TEST_CASE("a namespace that does not exist is a clear error", "[firewall][netns]
   RealIptablesRunner runner(options);
   if (!runner.available(Family::V4, Backend::Nft)) ITEST_SKIP("no nft binaries");
   try {
-    runner.save(Family::V4, Backend::Nft);
+    runner.save(Family::V4, Backend::Nft, Table::Nat);
     FAIL("save succeeded");
   } catch (const cni::CniError& e) {
     CHECK(e.code() == 106);

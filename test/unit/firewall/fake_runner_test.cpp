@@ -48,7 +48,7 @@ TEST_CASE("firewall: fake restore: refusals leave the table unchanged", "[firewa
            "*nat\n-I OUTPUT 5 -j RETURN\nCOMMIT\n",                              // index too big
            "*nat\n:BAR - [0:0]\n-A BAR -j RETURN\n",                             // no COMMIT
            "-A OUTPUT -j RETURN\n",                                              // no table
-           "*filter\n-A INPUT -j DROP\nCOMMIT\n",                                // not simulated
+           "*mangle\n-A INPUT -j DROP\nCOMMIT\n",                                // not simulated
            "*nat\n-Z OUTPUT\nCOMMIT\n",                                          // unknown command
            "*nat\n:BAR - [0:0]\n-A OUTPUT -j BAR\n-D OUTPUT -j NOPE\nCOMMIT\n",  // late failure
        }) {
@@ -67,9 +67,9 @@ TEST_CASE("firewall: fake restore: refusals leave the table unchanged", "[firewa
 TEST_CASE("firewall: fake runner: records calls, keeps a table per family and backend", "[firewall]") {
   FakeIptablesRunner runner;
   runner.restore(Family::V4, Backend::Nft, "*nat\n:A - [0:0]\nCOMMIT\n");
-  CHECK_THAT(runner.save(Family::V4, Backend::Nft), Catch::Contains(":A - [0:0]"));
-  CHECK_THAT(runner.save(Family::V6, Backend::Nft), !Catch::Contains(":A - [0:0]"));
-  CHECK_THAT(runner.save(Family::V4, Backend::Legacy), !Catch::Contains(":A - [0:0]"));
+  CHECK_THAT(runner.save(Family::V4, Backend::Nft, Table::Nat), Catch::Contains(":A - [0:0]"));
+  CHECK_THAT(runner.save(Family::V6, Backend::Nft, Table::Nat), !Catch::Contains(":A - [0:0]"));
+  CHECK_THAT(runner.save(Family::V4, Backend::Legacy, Table::Nat), !Catch::Contains(":A - [0:0]"));
   CHECK(runner.count("restore") == 1);
   CHECK(runner.count("save") == 3);
   CHECK(runner.calls().front().payload == "*nat\n:A - [0:0]\nCOMMIT\n");
@@ -82,12 +82,26 @@ TEST_CASE("firewall: fake runner: records calls, keeps a table per family and ba
   CHECK(runner.calls().empty());
 }
 
+TEST_CASE("firewall: fake runner: the filter table is kept apart from nat", "[firewall]") {
+  FakeIptablesRunner runner;
+  runner.restore(Family::V4, Backend::Nft, "*filter\n:F - [0:0]\n-A INPUT -i net1 -j F\nCOMMIT\n");
+  CHECK_THAT(runner.save(Family::V4, Backend::Nft, Table::Filter), Catch::Contains("-A INPUT -i net1 -j F"));
+  CHECK_THAT(runner.save(Family::V4, Backend::Nft, Table::Filter), Catch::Contains(":FORWARD ACCEPT"));
+  CHECK_THAT(runner.save(Family::V4, Backend::Nft, Table::Nat), !Catch::Contains(":F "));
+  CHECK(runner.calls().back().table == Table::Nat);
+  SavedTable filter = empty_table(Table::Filter);
+  CHECK_THROWS_AS(apply_restore_payload(filter, "*filter\n-X INPUT\nCOMMIT\n"), cni::CniError);
+  CHECK_THROWS_AS(apply_restore_payload(filter, "*nat\n:A - [0:0]\nCOMMIT\n"), cni::CniError);
+  CHECK(payload_table("*filter\nCOMMIT\n") == Table::Filter);
+  CHECK_THROWS_AS(payload_table("*raw\nCOMMIT\n"), cni::CniError);
+}
+
 TEST_CASE("firewall: fake runner: missing binaries and injected failures", "[firewall]") {
   FakeIptablesRunner runner;
   runner.set_missing(Family::V6, Backend::Legacy);
   CHECK_FALSE(runner.available(Family::V6, Backend::Legacy));
   CHECK(runner.available(Family::V6, Backend::Nft));
-  CHECK_THROWS_AS(runner.save(Family::V6, Backend::Legacy), cni::CniError);
+  CHECK_THROWS_AS(runner.save(Family::V6, Backend::Legacy, Table::Nat), cni::CniError);
   CHECK_THROWS_AS(runner.restore(Family::V6, Backend::Legacy, "*nat\nCOMMIT\n"), cni::CniError);
   runner.fail_restores(Family::V4, 1);
   CHECK_THROWS_AS(runner.restore(Family::V4, Backend::Nft, "*nat\n:A - [0:0]\nCOMMIT\n"), cni::CniError);

@@ -66,13 +66,13 @@ struct FakeBin {
 
 }  // namespace
 
-TEST_CASE("firewall: real runner: save runs <family>-<backend>-save -t nat", "[firewall]") {
+TEST_CASE("firewall: real runner: save runs <family>-<backend>-save -t <table>", "[firewall]") {
   FakeBin bin;
   write_file(bin.path("out.iptables-nft-save"), "*nat\nCOMMIT\n");
   RealIptablesRunner runner = bin.runner();
-  CHECK(runner.save(Family::V4, Backend::Nft) == "*nat\nCOMMIT\n");
-  runner.save(Family::V6, Backend::Legacy);
-  CHECK(bin.calls() == "iptables-nft-save -t nat\nip6tables-legacy-save -t nat\n");
+  CHECK(runner.save(Family::V4, Backend::Nft, Table::Nat) == "*nat\nCOMMIT\n");
+  runner.save(Family::V6, Backend::Legacy, Table::Filter);
+  CHECK(bin.calls() == "iptables-nft-save -t nat\nip6tables-legacy-save -t filter\n");
 }
 
 TEST_CASE("firewall: real runner: restore is always --noflush, -w only for legacy", "[firewall]") {
@@ -123,7 +123,7 @@ TEST_CASE("firewall: real runner: failures quote iptables and the payload line",
   }
   write_file(bin.path("fail.iptables-legacy-save"), "can't initialize iptables table `nat'\n");
   try {
-    runner.save(Family::V4, Backend::Legacy);
+    runner.save(Family::V4, Backend::Legacy, Table::Nat);
     FAIL("save succeeded");
   } catch (const cni::CniError& e) {
     CHECK(e.code() == 106);
@@ -138,7 +138,7 @@ TEST_CASE("firewall: real runner: missing binaries are a clear error 106", "[fir
   RealIptablesRunner runner(o);
   CHECK_FALSE(runner.available(Family::V4, Backend::Nft));
   try {
-    runner.save(Family::V4, Backend::Nft);
+    runner.save(Family::V4, Backend::Nft, Table::Nat);
     FAIL("save succeeded");
   } catch (const cni::CniError& e) {
     CHECK(e.code() == 106);
@@ -160,7 +160,7 @@ TEST_CASE("firewall: real runner: bin dirs are searched in order", "[firewall]")
   RealIptablesRunner::Options o;
   o.bin_dirs = {first.dir.str(), second.dir.str()};
   RealIptablesRunner runner(o);
-  runner.save(Family::V4, Backend::Nft);
+  runner.save(Family::V4, Backend::Nft, Table::Nat);
   runner.restore(Family::V4, Backend::Nft, "*nat\nCOMMIT\n");
   CHECK(first.calls() == "iptables-nft-save -t nat\n");
   CHECK(second.calls() == "iptables-nft-restore --noflush\n");

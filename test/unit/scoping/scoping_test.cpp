@@ -37,7 +37,7 @@ namespace {
 class Forward final : public firewall::IptablesRunner {
  public:
   explicit Forward(firewall::FakeIptablesRunner& fake) : fake_(fake) {}
-  std::string save(Family f, Backend b) override { return fake_.save(f, b); }
+  std::string save(Family f, Backend b, firewall::Table t) override { return fake_.save(f, b, t); }
   void restore(Family f, Backend b, const std::string& p) override { fake_.restore(f, b, p); }
   Backend detect() override { return fake_.detect(); }
   bool available(Family f, Backend b) override { return fake_.available(f, b); }
