@@ -17,8 +17,8 @@
 
 namespace manifold::cni {
 
-/// Checks one scoping object: `key` is "mesh" or "sourceRouting", `value` its JSON, `path` its
-/// JSON path. Appends problems to `out`.
+/// Checks one object the modules above cni read: `key` is "mesh", "sourceRouting" or
+/// "multiNetworkPolicy", `value` its JSON, `path` its JSON path. Appends problems to `out`.
 using ScopingChecker =
     std::function<void(std::string_view key, const Json& value, const std::string& path, Problems& out)>;
 

@@ -110,6 +110,18 @@ void scoping_rule(const Json& v, MetaWalk& w) {
   w.out.scoping[std::string(w.key())] = v;
 }
 
+// `multiNetworkPolicy`: an object, read in full by the policy module (the engine at ADD, CHECK;
+// `manifold validate` through the same checker as the scoping keys).
+void policy_rule(const Json& v, MetaWalk& w) {
+  if (v.is_null()) return;
+  if (!v.is_object()) {
+    w.bad("must be an object", "must be an object");
+    return;
+  }
+  if (w.offline() && w.scoping && *w.scoping) (*w.scoping)(w.key(), v, w.path(), w.reader().report().problems());
+  w.out.multi_network_policy = v;
+}
+
 // A CNI call checks each delegate's shape; validation checks each as a whole network config.
 void delegates_rule(const Json& v, MetaWalk& w) {
   if (v.is_null()) return;
@@ -185,6 +197,7 @@ constexpr MetaField kFields[] = {
     {"kubeletTimeout", T::Int, 1, 300, put<&M::kubelet_timeout_s>},
     {"sourceRouting", T::Custom, 0, 0, nullptr, scoping_rule},
     {"mesh", T::Custom, 0, 0, nullptr, scoping_rule},
+    {"multiNetworkPolicy", T::Custom, 0, 0, nullptr, policy_rule},
     {"delegates", T::Custom, 0, 0, nullptr, delegates_rule},
     {"prevResult", T::Object, 0, 0, nullptr, nullptr, {}, true},
     {"args", T::Object, 0, 0, nullptr, nullptr, {}, true},

@@ -68,7 +68,10 @@ struct MetaConfig {
   std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
   int kubelet_timeout_s = 10;     ///< kubeletTimeout (ours): seconds for the PodResources List, connect included
   Json scoping = Json::object();  ///< sourceRouting/mesh defaults, validated elsewhere
-  Json raw;                       ///< the whole config as given
+  /// multiNetworkPolicy (ours): MultiNetworkPolicy enforcement, null when absent; validated by
+  /// the policy module (policy/policy_config.h).
+  Json multi_network_policy;
+  Json raw;  ///< the whole config as given
 };
 
 /// Reads a MetaConfig from the parsed stdin object. Throws CniError(InvalidConfig) naming the key

@@ -1,4 +1,5 @@
-// Implementation of CHECK: interfaces and addresses, the delegates' CHECK, the scoping state.
+// Implementation of CHECK: interfaces and addresses, the delegates' CHECK, the scoping state, the
+// MultiNetworkPolicy rules.
 #include "engine/check.h"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include "cni/error.h"
 #include "engine/cached.h"
 #include "engine/detach.h"
+#include "engine/policy_step.h"
 #include "util/ip.h"
 #include "util/log.h"
 
@@ -68,6 +70,11 @@ void check_entry(const Services& services, Session& session, const cni::Invocati
     if (!diffs.empty())
       throw CniError(ErrorCode::CheckFailed, "network \"" + a.name + "\" (" + a.ifname + "): " + diffs);
   }
+  std::string diffs;
+  for (const auto& d : check_policies(services, session, inv, *record, scoping.env))
+    diffs += (diffs.empty() ? "" : "; ") + d;
+  if (!diffs.empty())
+    throw CniError(ErrorCode::CheckFailed, "MultiNetworkPolicy rules differ from what the policies generate: " + diffs);
 }
 
 }  // namespace manifold::engine

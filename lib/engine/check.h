@@ -1,7 +1,8 @@
 // CHECK of a cache entry: every attachment, not only the cluster network — its interface is in the
 // namespace with the addresses its result reported, its delegate's own CHECK (with the cached
 // result as prevResult) passes, and its network scoping (rules, tables, chains, the chosen default
-// route) is what ADD made.
+// route) is what ADD made; with MultiNetworkPolicy enforced, the policy rules of every attachment
+// are what the current policies generate (engine/policy_step.h).
 #pragma once
 
 #include "cni/skel.h"

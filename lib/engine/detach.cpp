@@ -12,6 +12,7 @@
 #include "engine/kube_access.h"
 #include "engine/plan.h"
 #include "engine/pod_networks.h"
+#include "engine/policy_step.h"
 #include "netlink/netns.h"
 #include "util/log.h"
 
@@ -56,7 +57,7 @@ void remove_attachment_scoping(scoping::ScopingEnv& env, const cni::Invocation& 
 std::unique_ptr<ScopingSession> open_scoping_for_del(const Services& services, const std::string& netns,
                                                      const store::ContainerRecord& record) {
   bool any = false;
-  for (const auto& a : record.attachments) any = any || !a.scoping.is_null();
+  for (const auto& a : record.attachments) any = any || !a.scoping.is_null() || !a.policy.is_null();
   if (!any || netns.empty()) return nullptr;
   try {
     return std::make_unique<ScopingSession>(services, netns);
@@ -188,6 +189,7 @@ std::vector<store::AttachmentRecord> delete_attachments(Session& session, const 
     bool ok = true;
     try {
       if (scoping && !a.scoping.is_null()) remove_attachment_scoping(*scoping, inv, a);
+      if (scoping && !a.policy.is_null()) remove_attachment_policy(*scoping, a.policy);
     } catch (const CniError& e) {
       note(a, "removing the network scoping of", e);
       if (scoping_left) scoping_left->insert(scoping_left->begin(), a);

@@ -28,8 +28,8 @@ inline const std::string kNoNetns = "-";
 std::string del_netns(const std::string& netns);
 
 /// DELs every attachment of `record` in reverse with CNI_NETNS `netns` ("" = none: the delegates
-/// only release what they hold, e.g. IPAM), removing its network scoping first when `scoping` is
-/// given, and its device-info file after (whether the DEL succeeded or not: the file only informs
+/// only release what they hold, e.g. IPAM), removing its network scoping and MultiNetworkPolicy
+/// rules first when `scoping` is given, and its device-info file after (whether the DEL succeeded or not: the file only informs
 /// the delegate's ADD). Attachments whose delegate was never started (an ADD killed before it ran
 /// it) are skipped: nothing of theirs exists. Returns the attachments whose DEL failed; the first
 /// error goes to `first_error`, and those whose own network scoping could not be removed also to

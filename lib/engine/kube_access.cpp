@@ -97,6 +97,10 @@ Json KubeAccess::list_resource_slices(const std::string& node, const std::string
   return call([&](k8s::ApiClient& c) { return c.list_resource_slices(node, driver); });
 }
 
+Json KubeAccess::list_multi_network_policies(const std::string& ns) {
+  return call([&](k8s::ApiClient& c) { return c.list_multi_network_policies(ns); });
+}
+
 Json KubeAccess::update_pod_status(const std::string& ns, const std::string& name, const Json& pod) {
   return call([&](k8s::ApiClient& c) { return c.update_pod_status(ns, name, pod); });
 }

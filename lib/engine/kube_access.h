@@ -45,6 +45,8 @@ class KubeAccess {
   Json get_resource_claim(const std::string& ns, const std::string& name);
   /// LIST the DRA ResourceSlices of `driver` on `node`.
   Json list_resource_slices(const std::string& node, const std::string& driver);
+  /// LIST the MultiNetworkPolicies of a namespace.
+  Json list_multi_network_policies(const std::string& ns);
   /// PUT pods/status.
   Json update_pod_status(const std::string& ns, const std::string& name, const Json& pod);
   /// POST an Event: one attempt, no retry (an Event is best effort and must not delay the ADD).

@@ -75,6 +75,7 @@ Plan plan_add(const Services& services, const Session& session, KubeAccess& kube
   plan.attachments = resolve_attachments(services, session, kube, inv, pod);
   plan.scoping = plan_attachments_scoping(session.config.scoping, plan.attachments);  // a bad key is 7
   preflight_plugins(session, plan.attachments);
+  plan.policy = plan_policies(services, session, kube, inv, pod, plan.attachments);
   return plan;
 }
 
@@ -95,6 +96,7 @@ std::vector<store::AttachmentRecord> rebuilt_attachments(const cni::MetaConfig& 
     rec.cluster_network = a.cluster_network;
     rec.config = cni::prepare_delegate(a.delegate, a.runtime_config, config.cni_version).dump();
     if (i < plans.size()) rec.scoping = scoping::initial_scoping_state(plans[i]);
+    rec.policy = rebuilt_policy_state(config, a);
     records.push_back(std::move(rec));
   }
   return records;

@@ -14,6 +14,7 @@
 #include "engine/attachment.h"
 #include "engine/kube_access.h"
 #include "engine/pod_networks.h"
+#include "engine/policy_step.h"
 #include "engine/services.h"
 #include "engine/session.h"
 #include "k8s/pod.h"
@@ -23,10 +24,11 @@
 
 namespace manifold::engine {
 
-/// What an ADD will attach: the attachments and, index-aligned, their scoping plans.
+/// What an ADD will attach: the attachments and, index-aligned, their scoping plans and policy rules.
 struct Plan {
   std::vector<Attachment> attachments;        ///< in attach order; the cluster network first
   std::vector<scoping::ScopingPlan> scoping;  ///< scoping[i] belongs to attachments[i]
+  PolicyPlan policy;                          ///< policy.attachments[i] belongs to attachments[i]
 };
 
 /// The pod of the call, when Kubernetes is configured and CNI_ARGS names one (GET pod, UID checked).
@@ -44,7 +46,8 @@ std::vector<Attachment> resolve_attachments(const Services& services, const Sess
 std::vector<scoping::ScopingPlan> plan_attachments_scoping(const Json& top_scoping,
                                                            std::vector<Attachment>& attachments);
 
-/// The whole ADD plan: resolution, scoping plans and the plugin preflight.
+/// The whole ADD plan: resolution, scoping plans, the plugin preflight and the MultiNetworkPolicy
+/// rules (engine/policy_step.h).
 Plan plan_add(const Services& services, const Session& session, KubeAccess& kube, const cni::Invocation& inv,
               const std::optional<k8s::Pod>& pod);
 

@@ -94,7 +94,8 @@ void AttachTransaction::refuse_taken_ifname(const Attachment& a) {
                                                    " already exists in " + inv_.netns);
 }
 
-void AttachTransaction::attach_all(const std::vector<Attachment>& as, const std::vector<scoping::ScopingPlan>& plans) {
+void AttachTransaction::attach_all(const std::vector<Attachment>& as, const std::vector<scoping::ScopingPlan>& plans,
+                                   const PolicyPlan* policy) {
   if (as.empty()) return;
   for (const Attachment& a : as) refuse_taken_ifname(a);
   const std::size_t base = record_.attachments.size();
@@ -102,23 +103,33 @@ void AttachTransaction::attach_all(const std::vector<Attachment>& as, const std:
   for (std::size_t i = 0; i < as.size(); ++i) {
     record_.attachments.push_back(planned_record(session_.config, inv_, as[i], plans[i], versions[i]));
     record_.attachments.back().delegate_started = i == 0;  // the first starts right after the write
+    if (policy != nullptr && policy->attachments.at(i))
+      record_.attachments.back().policy = policy->attachments[i]->state.to_json();
   }
   save();  // every attachment recorded before the first delegate runs, so a crash can be cleaned up
   for (std::size_t i = 0; i < as.size(); ++i) {
     // An earlier delegate of this transaction may have created the name (checked above for the first).
     if (i != 0) refuse_taken_ifname(as[i]);
-    run_attachment(as[i], plans[i], versions[i], base + i);
+    run_attachment(as[i], plans[i], versions[i], base + i, policy, i);
   }
 }
 
 void AttachTransaction::run_attachment(const Attachment& a, const scoping::ScopingPlan& plan,
-                                       const std::string& version, std::size_t index) {
+                                       const std::string& version, std::size_t index, const PolicyPlan* policy,
+                                       std::size_t policy_index) {
   store::AttachmentRecord& added = record_.attachments[index];
   if (!added.delegate_started) {  // from here on the runtime's DEL (after a kill) runs its DEL
     added.delegate_started = true;
     if (session_.cache->mark_started(record_, index + 1)) unsaved_ = false;
   }
   started_ = index + 1;  // from here on a rollback runs this attachment's DEL
+  // The policy rules go in before the delegate creates the interface, so it never exists without
+  // them; the applied state reaches the entry with the next save (until then the planned one
+  // already names the chains for a DEL).
+  if (policy != nullptr && policy->attachments.at(policy_index)) {
+    added.policy = apply_attachment_policy(env_, *policy->attachments[policy_index], policy->config);
+    unsaved_ = true;
+  }
   copy_device_info(services_, session_.config, a);
 
   util::log_verbose("ADD network \"", a.name, "\" as ", a.ifname);

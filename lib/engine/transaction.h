@@ -28,6 +28,7 @@
 #include "cni/result.h"
 #include "cni/skel.h"
 #include "engine/attachment.h"
+#include "engine/policy_step.h"
 #include "engine/services.h"
 #include "engine/session.h"
 #include "netlink/net_ops.h"
@@ -65,12 +66,14 @@ class AttachTransaction {
   AttachTransaction(const AttachTransaction&) = delete;
   AttachTransaction& operator=(const AttachTransaction&) = delete;
 
-  /// Attaches `as` in order, each with its scoping plan (`plans` index-aligned): all recorded in
-  /// one write, then each delegate run. CniError(InterfaceExists) when an interface name is taken
-  /// in the namespace (before any delegate runs, or when an earlier delegate took it),
-  /// CniError(DelegateFailed) for an invalid result, and whatever the delegate, the cache or the
-  /// scoping throws.
-  void attach_all(const std::vector<Attachment>& as, const std::vector<scoping::ScopingPlan>& plans);
+  /// Attaches `as` in order, each with its scoping plan (`plans` index-aligned) and, when `policy`
+  /// is given, the MultiNetworkPolicy rules it plans (index-aligned; installed before the
+  /// delegate runs): all recorded in one write, then each delegate run. CniError(InterfaceExists)
+  /// when an interface name is taken in the namespace (before any delegate runs, or when an
+  /// earlier delegate took it), CniError(DelegateFailed) for an invalid result, and whatever the
+  /// delegate, the cache, the scoping or the policy rules throw.
+  void attach_all(const std::vector<Attachment>& as, const std::vector<scoping::ScopingPlan>& plans,
+                  const PolicyPlan* policy = nullptr);
   /// The default-route step over every attachment of the entry (`plans` index-aligned with
   /// record().attachments): routes applied, results rewritten to match, the entry saved.
   void apply_default_routes(const std::vector<scoping::ScopingPlan>& plans);
@@ -97,7 +100,7 @@ class AttachTransaction {
   void save();
   void refuse_taken_ifname(const Attachment& a);
   void run_attachment(const Attachment& a, const scoping::ScopingPlan& plan, const std::string& version,
-                      std::size_t index);
+                      std::size_t index, const PolicyPlan* policy, std::size_t policy_index);
 
   const Services& services_;
   Session& session_;

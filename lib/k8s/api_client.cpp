@@ -216,6 +216,23 @@ Json ApiClient::list_resource_slices(const std::string& node, const std::string&
   return list;
 }
 
+Json ApiClient::list_multi_network_policies(const std::string& ns) {
+  require_namespace(ns);
+  Call t{"multi-networkpolicies",
+         ns,
+         "",
+         "/apis/k8s.cni.cncf.io/v1beta1/namespaces/" + ns + "/multi-networkpolicies",
+         "GET",
+         {},
+         "MultiNetworkPolicyList",
+         true};
+  Json list = call_for_object(t);
+  if (!list.contains("items") || !list["items"].is_array())
+    throw cni::CniError(cni::ErrorCode::Decoding,
+                        "Kubernetes API answer to GET " + t.describe() + " has no items list");
+  return list;
+}
+
 Json ApiClient::list_node_pods(const std::string& node) {
   Call t{"pods", "", "", "/api/v1/pods?" + node_selector(node), "GET", {}, "PodList", true};
   Json list = call_for_object(t);

@@ -1,5 +1,6 @@
 // The Kubernetes API client manifold needs: GET a pod, GET a NetworkAttachmentDefinition, PUT a
-// pod's status and POST an Event — exactly the verbs Multus's RBAC grants. It builds validated
+// pod's status and POST an Event — exactly the verbs Multus's RBAC grants — plus what its own
+// features read (DRA claims and slices, the node's pods for the agent, MultiNetworkPolicies). It builds validated
 // request paths (namespace and name checked as DNS-1123 before they reach a URL), adds the bearer
 // token, retries 429/5xx/connection failures within a RetryPolicy, turns error answers into an
 // ApiError naming the object (using the server's Status reason and message), and insists that
@@ -86,6 +87,11 @@ class ApiClient {
   /// CniError(InvalidConfig) for a node or driver that is not a DNS-1123 subdomain, CniError(Decoding)
   /// for an answer that is not a list.
   Json list_resource_slices(const std::string& node, const std::string& driver);
+  /// GET /apis/k8s.cni.cncf.io/v1beta1/namespaces/{ns}/multi-networkpolicies: the namespace's
+  /// MultiNetworkPolicyList. Throws CniError(InvalidConfig) for a namespace that is not a DNS-1123
+  /// label, ApiError for an error answer (404 when the CRD is not installed), CniError(Decoding)
+  /// for an answer that is not a list.
+  Json list_multi_network_policies(const std::string& ns);
   /// GET /api/v1/pods?fieldSelector=spec.nodeName%3D{node} (every namespace): the node's PodList,
   /// with retries like every call. Throws CniError(InvalidConfig) for a node name that is not a
   /// DNS-1123 subdomain, CniError(Decoding) for an answer that is not a PodList.

@@ -14,7 +14,6 @@ namespace manifold::policy {
 namespace {
 
 constexpr std::size_t kMaxRules = 10000;  // a bound on hostile input; no real policy comes close
-const std::string kPolicyForPath = "metadata.annotations[\"k8s.v1.cni.cncf.io/policy-for\"]";
 
 std::string_view trim(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
@@ -101,6 +100,16 @@ void fail(MultiNetworkPolicy& out, const PolicyError& e) {
 }
 
 }  // namespace
+
+const std::string kPolicyForPath = "metadata.annotations[\"k8s.v1.cni.cncf.io/policy-for\"]";
+
+void invalidate_policy(MultiNetworkPolicy& p, std::string error) {
+  if (p.error.empty()) p.error = std::move(error);
+  p.all_networks = true;
+  p.ingress = p.egress = true;
+  p.ingress_rules.clear();
+  p.egress_rules.clear();
+}
 
 std::string_view protocol_name(Protocol protocol) {
   switch (protocol) {

@@ -113,6 +113,14 @@ struct MultiNetworkPolicy {
 /// does not validate is described in `error` (see the file comment).
 MultiNetworkPolicy read_policy(const Json& object, std::string_view listed_ns = {});
 
+/// Makes `p` invalid with `error` ("<json path>: <what is wrong>"), the fail-closed way: it may
+/// cover any network, isolates both directions and allows nothing. Used when something outside the
+/// object shows it cannot be enforced as written (a policy-for name that does not exist).
+void invalidate_policy(MultiNetworkPolicy& p, std::string error);
+
+/// The JSON path of the policy-for annotation, for messages.
+extern const std::string kPolicyForPath;
+
 /// Parses a `policy-for` annotation value for a policy in `policy_ns`. Throws PolicyError (path
 /// `metadata.annotations["k8s.v1.cni.cncf.io/policy-for"]`) for an empty entry or a name that is not
 /// `name` or `namespace/name` with DNS-1123 parts.

@@ -62,6 +62,7 @@ void take_typed_state(AttachmentRecord& a, const std::string& prefix, const std:
     throw_corrupt(source, "\"" + prefix + "extra.deviceInfoFile\" is not a string");
   a.device_info_file = device_info.is_string() ? device_info.get<std::string>() : std::string();
   a.scoping = take("scoping");
+  a.policy = take("policy");
   a.status_fields = take("statusFields");
   const Json started = take("delegateStarted");
   if (!started.is_null() && !started.is_boolean())
@@ -76,6 +77,7 @@ Json attachment_extra_json(const AttachmentRecord& a) {
   if (!a.cni_args.is_null()) extra["cniArgs"] = a.cni_args;
   if (!a.device_info_file.empty()) extra["deviceInfoFile"] = a.device_info_file;
   if (!a.scoping.is_null()) extra["scoping"] = a.scoping;
+  if (!a.policy.is_null()) extra["policy"] = a.policy;
   if (!a.status_fields.is_null()) extra["statusFields"] = a.status_fields;
   if (!a.delegate_started) extra["delegateStarted"] = false;
   return extra;

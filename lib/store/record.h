@@ -2,7 +2,7 @@
 // attached something — container ID, network name and CNI_IFNAME, as libcni keys its own results —
 // holding the exact bytes of every delegate config and result, the interface names, and per
 // attachment the typed state DEL, CHECK and GC need (CNI_ARGS, device-info file, scoping state,
-// extra network-status fields). Also the mapping to and from the cache file's JSON (format
+// MultiNetworkPolicy state, extra network-status fields). Also the mapping to and from the cache file's JSON (format
 // "manifold-cache" 2; version 1 of the first layout is still read), which treats every file as
 // untrusted input, and the validation of keys before they become file names.
 #pragma once
@@ -41,6 +41,9 @@ struct AttachmentRecord {
   std::string device_info_file;
   /// Its network-scoping state ("scoping", see scoping/scoping.h); null when it has none.
   Json scoping;
+  /// Its MultiNetworkPolicy rules' state ("policy", see policy/enforce.h: PolicyState); null when
+  /// no policy covered it at ADD.
+  Json policy;
   /// Extra fields of its network-status entry ("statusFields"); null when none.
   Json status_fields;
   /// False while the attachment is recorded but its delegate was never started ("delegateStarted":

@@ -7,6 +7,7 @@
 
 #include "cni/config_validate.h"
 #include "cni/error.h"
+#include "policy/policy_config.h"
 #include "scoping/mesh_config.h"
 #include "scoping/source_routing.h"
 #include "util/error.h"
@@ -36,8 +37,9 @@ bool looks_like_manifest(const std::string& file, const std::string& text) {
 
 // Checks the scoping objects: `mesh` with the firewall module's own parser, one key at a time so that
 // every bad key is reported at its path, then as a whole. `sourceRouting` is only shape-checked by
-// the config walker (it must be an object).
+// the config walker (it must be an object). `multiNetworkPolicy` with the policy module's reader.
 void check_scoping(std::string_view key, const Json& value, const std::string& path, cni::Problems& out) {
+  if (key == policy::kPolicyConfigKey) return policy::validate_policy_config(value, path, out);
   if (key != "mesh") return;
   bool bad = false;
   for (auto it = value.begin(); it != value.end(); ++it) {

@@ -41,7 +41,7 @@ std::string Commands::add(const cni::Invocation& inv) {
   auto lock = s.cache->lock(inv.container_id);
   engine::refuse_unreadable_entry(*s.cache, s.key);
   engine::AttachTransaction tx(services_, s, inv, engine::new_entry(s, inv));
-  tx.attach_all(plan.attachments, plan.scoping);
+  tx.attach_all(plan.attachments, plan.scoping, &plan.policy);
   tx.apply_default_routes(plan.scoping);
   if (pod) tx.flush();  // every result on disk before the API write
   if (pod) engine::publish_status(kube, *services_.files, s.config, inv, *pod, tx.record(), tx.results());

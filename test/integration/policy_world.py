@@ -151,10 +151,15 @@ class PolicyTestCase(ManifoldTestCase):
             self.fail("policy_tool failed: %s" % out)
         return out
 
+    def pod_object(self, pod):
+        """The pod as the API server would return it."""
+        return pod.object()
+
     def request(self, command, target, policies, mode, deny, peers="all", namespaces=None, state=None):
-        peer_objects = None if peers is None else [p.object() for p in (self.pods if peers == "all" else peers)]
+        peer_objects = None if peers is None else [self.pod_object(p)
+                                                   for p in (self.pods if peers == "all" else peers)]
         return {"command": command, "netns": target.netns.path, "ifname": "net1", "network": NETWORK,
-                "families": self.families, "pod": target.object(), "policies": policies,
+                "families": self.families, "pod": self.pod_object(target), "policies": policies,
                 "peers": peer_objects, "namespaces": namespaces or [namespace("default")],
                 "config": {"enabled": True, "iptablesMode": mode, "denyAction": deny}, "state": state}
 

@@ -1785,6 +1785,62 @@ class DraTest(DoubleTestCase):
                          [["nic", "allocated"], ["pending", "pending"]])
 
 
+class PolicyObjectsTest(DoubleTestCase):
+    """k8s.cni.cncf.io/v1beta1 MultiNetworkPolicies and v1 Namespaces, as MultiNetworkPolicy
+    enforcement reads them: LIST of a namespace's policies, GET of a namespace."""
+
+    POLICIES = "/apis/k8s.cni.cncf.io/v1beta1/namespaces/%s/multi-networkpolicies"
+
+    def setUp(self) -> None:
+        super().setUp()
+        for ns, name in (("default", "a"), ("default", "b"), ("other", "c")):
+            self.api.delete_object("multi-networkpolicies", name, namespace=ns)
+        self.api.delete_object("namespaces", "team-a")
+        self.api.add_multi_network_policy("default", "b", {"podSelector": {}, "policyTypes": ["Egress"]},
+                                          policy_for="blue")
+        self.api.add_multi_network_policy("default", "a", policy_for="other/red,blue")
+        self.api.add_multi_network_policy("other", "c")
+        self.api.add_namespace("team-a", {"team": "a"})
+        self.api.clear_requests()
+
+    def test_list_a_namespace_of_policies(self) -> None:
+        reply = self.call("GET", self.POLICIES % "default")
+        self.assertEqual(reply.status, 200, reply.raw)
+        listed = reply.json
+        self.assertEqual((listed["kind"], listed["apiVersion"]), ("MultiNetworkPolicyList", "k8s.cni.cncf.io/v1beta1"))
+        self.assertEqual([i["metadata"]["name"] for i in listed["items"]], ["a", "b"])
+        first = listed["items"][0]
+        self.assertEqual(first["metadata"]["annotations"], {"k8s.v1.cni.cncf.io/policy-for": "other/red,blue"})
+        self.assertEqual(first["spec"], {"podSelector": {}})
+        self.assertEqual(self.call("GET", self.POLICIES % "empty").json["items"], [])
+        one = self.call("GET", self.POLICIES % "default" + "/b").json
+        self.assertEqual(one["spec"]["policyTypes"], ["Egress"])
+        self.assertEqual(self.call("GET", self.POLICIES % "default" + "/zz").status, 404)
+        self.assertEqual([(e["verb"], e["status"]) for e in self.api.requests()],
+                         [("list", 200), ("list", 200), ("get", 200), ("get", 404)])
+
+    def test_get_and_list_namespaces(self) -> None:
+        ns = self.call("GET", "/api/v1/namespaces/team-a")
+        self.assertEqual(ns.status, 200, ns.raw)
+        self.assertEqual((ns.json["kind"], ns.json["metadata"]["labels"]), ("Namespace", {"team": "a"}))
+        self.assertEqual(self.call("GET", "/api/v1/namespaces/absent").status, 404)
+        names = [i["metadata"]["name"] for i in self.call("GET", "/api/v1/namespaces").json["items"]]
+        self.assertIn("team-a", names)
+        self.assertEqual(self.call("GET", "/api/v1/namespaces/team-a/pods").json["kind"], "PodList")
+
+    def test_rbac_decides(self) -> None:
+        from kdouble.access import manifold_rbac
+        self.api.set_rbac(manifold_rbac())
+        denied = self.call("GET", self.POLICIES % "default")
+        self.assertEqual((denied.status, denied.json["message"]), (403, (
+            f'multi-networkpolicies.k8s.cni.cncf.io is forbidden: User "{USER}" cannot list resource '
+            f'"multi-networkpolicies" in API group "k8s.cni.cncf.io" in the namespace "default"')))
+        self.api.set_rbac(manifold_rbac() + [{"apiGroups": ["k8s.cni.cncf.io"],
+                                              "resources": ["multi-networkpolicies"], "verbs": ["list"]}])
+        self.assertEqual(self.call("GET", self.POLICIES % "default").status, 200)
+        self.assertEqual(self.call("GET", "/api/v1/namespaces/team-a").status, 403)
+
+
 class KubectlTest(DoubleTestCase):
     """The machine's real kubectl against the double, with the admin kubeconfig it wrote."""
 

@@ -31,6 +31,7 @@
 
 #include "cni/skel.h"
 #include "exec/process.h"
+#include "firewall/fake_runner.h"
 #include "http/http.h"
 #include "http/kubeconfig.h"
 #include "http/retry.h"
@@ -84,6 +85,20 @@ class ForwardingTransport final : public http::HttpTransport {
 
  private:
   http::FakeHttpTransport& inner_;
+};
+
+/// An IptablesRunner that forwards to a shared FakeIptablesRunner (the engine owns its runners).
+class ForwardingIptables final : public firewall::IptablesRunner {
+ public:
+  /// Forwards to `inner`, which must outlive this object.
+  explicit ForwardingIptables(firewall::FakeIptablesRunner& inner) : inner_(inner) {}
+  std::string save(firewall::Family f, firewall::Backend b, firewall::Table t) override { return inner_.save(f, b, t); }
+  void restore(firewall::Family f, firewall::Backend b, const std::string& p) override { inner_.restore(f, b, p); }
+  firewall::Backend detect() override { return inner_.detect(); }
+  bool available(firewall::Family f, firewall::Backend b) override { return inner_.available(f, b); }
+
+ private:
+  firewall::FakeIptablesRunner& inner_;
 };
 
 /// One delegate execution, decoded from a ProcessRequest.
@@ -166,6 +181,8 @@ class World {
   std::function<std::optional<exec::ProcessResult>(const Call&)> intercept;
 
   exec::FakeProcessRunner runner;
+  /// The iptables of every pod namespace (network scoping and MultiNetworkPolicy rules).
+  firewall::FakeIptablesRunner iptables;
   store::MemoryCache cache{std::chrono::milliseconds(2000)};
   http::FakeHttpTransport http;
   std::shared_ptr<util::FakeClock> clock = std::make_shared<util::FakeClock>();
@@ -261,6 +278,9 @@ class World {
       opened_netns.push_back(path);
       ns(path);
       return std::make_unique<netlink::FakeNetOps>(namespaces_[path], path);
+    };
+    s.open_iptables = [this](const std::string&, int) -> std::unique_ptr<firewall::IptablesRunner> {
+      return std::make_unique<ForwardingIptables>(iptables);
     };
     s.file_exists = [this](const std::string& path) { return existing_files.count(path) > 0; };
     s.find_auth = [this](const std::string& kubeconfig) {

@@ -17,6 +17,7 @@ import time
 from typing import Any, Optional, Union
 
 from .dra import CLAIMS, DEFAULT_DEVICE_CLASS, SLICES, claim_object, slice_object
+from .netpol import NAMESPACES, POLICIES, namespace_object, policy_object
 
 STATUS_PUT_PATH = r"^/api/v1/namespaces/[^/]+/pods/[^/]+/status$"
 
@@ -105,6 +106,19 @@ class AdminClient:
         """Deletes an object of a generic kind; returns whether it existed."""
         where = f"{namespace}/{name}" if namespace else name
         return self._call("DELETE", f"/admin/objects/{resource}/{where}")["deleted"]
+
+    def add_multi_network_policy(self, ns: str, name: str, spec: Optional[dict] = None,
+                                 policy_for: Optional[str] = None, annotations: Optional[dict] = None,
+                                 raw: Optional[dict] = None) -> dict:
+        """Creates (or replaces) a k8s.cni.cncf.io/v1beta1 MultiNetworkPolicy with `spec` (default
+        `{"podSelector": {}}`) and the policy-for annotation `policy_for`; `raw` stores that object
+        verbatim."""
+        obj = raw if raw is not None else policy_object(spec, policy_for, annotations)
+        return self.add_object(POLICIES, name, obj, namespace=ns, raw=raw is not None)
+
+    def add_namespace(self, name: str, labels: Optional[dict] = None) -> dict:
+        """Creates (or replaces) a Namespace with `labels`."""
+        return self.add_object(NAMESPACES, name, namespace_object(labels))
 
     def add_resource_claim(self, ns: str, name: str, results: Optional[list] = None,
                            requests: Optional[list] = None,

@@ -97,7 +97,10 @@ class RouteTable:
         if route is None:
             return None
         if not route.resource.namespaced:
-            return None if info.namespace else route
+            # `/api/v1/namespaces/{name}` addresses the Namespace object: the real RequestInfo
+            # carries its name as the request's namespace too.
+            own = info.group == "" and info.resource == "namespaces" and info.namespace == info.name
+            return None if info.namespace and not own else route
         if not info.namespace and not route.all_namespaces:
             return None
         return route
@@ -180,9 +183,11 @@ def _get_nad(store: Store, call: Call) -> Result:
 
 
 def default_routes() -> RouteTable:
-    """The routes of the double: pods (+status), events (both APIs), NADs, and DRA's
-    ResourceClaims (+status) and ResourceSlices (dra.py)."""
+    """The routes of the double: pods (+status), events (both APIs), NADs, DRA's
+    ResourceClaims (+status) and ResourceSlices (dra.py), MultiNetworkPolicies and Namespaces
+    (netpol.py)."""
     from .dra import add_dra_routes  # late import: dra.py builds on this module's types
+    from .netpol import add_policy_routes
     table = RouteTable()
     pod_verbs = {"get": _get_pod, "update": _update_pod, "patch": _patch_pod}
     table.add(PODS, dict(pod_verbs, watch=_watch_pods), named=True)
@@ -193,4 +198,5 @@ def default_routes() -> RouteTable:
     table.add(NADS, {"list": _list_nads}, named=False)
     table.add(NADS, {"get": _get_nad}, named=True)
     add_dra_routes(table)
+    add_policy_routes(table)
     return table
