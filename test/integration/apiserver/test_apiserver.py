@@ -854,6 +854,7 @@ class DiscoveryTest(DoubleTestCase):
         self.assertEqual((core["kind"], core["groupVersion"]), ("APIResourceList", "v1"))
         verbs = {r["name"]: r["verbs"] for r in core["resources"]}
         self.assertEqual(verbs, {"events": ["create"],
+                                 "namespaces": ["create", "delete", "get", "list", "patch", "update"],
                                  "pods": ["get", "list", "patch", "update", "watch"],
                                  "pods/status": ["get", "patch", "update"]})
         pods = [r for r in core["resources"] if r["name"] == "pods"][0]
@@ -866,6 +867,9 @@ class DiscoveryTest(DoubleTestCase):
             "singularName": "network-attachment-definition", "namespaced": True,
             "kind": "NetworkAttachmentDefinition", "verbs": ["get", "list"],
             "shortNames": ["net-attach-def"]}])
+        policies = self.call("GET", "/apis/k8s.cni.cncf.io/v1beta1").json
+        self.assertEqual([(r["name"], r["kind"], r["namespaced"]) for r in policies["resources"]],
+                         [("multi-networkpolicies", "MultiNetworkPolicy", True)])
 
     def test_absent_groups_versions_and_openapi_are_404(self) -> None:
         for path in ("/apis/apps", "/apis/apps/v1", "/apis/k8s.cni.cncf.io/v2", "/api/v2",
