@@ -187,11 +187,20 @@ std::vector<store::AttachmentRecord> delete_attachments(Session& session, const 
       continue;
     }
     bool ok = true;
+    bool left = false;  // some rules of ours could not be removed: the attachment stays recorded
     try {
       if (scoping && !a.scoping.is_null()) remove_attachment_scoping(*scoping, inv, a);
-      if (scoping && !a.policy.is_null()) remove_attachment_policy(*scoping, a.policy);
     } catch (const CniError& e) {
       note(a, "removing the network scoping of", e);
+      left = true;
+    }
+    try {
+      if (scoping && !a.policy.is_null()) remove_attachment_policy(*scoping, a.policy);
+    } catch (const CniError& e) {
+      note(a, "removing the MultiNetworkPolicy rules of", e);
+      left = true;
+    }
+    if (left) {
       if (scoping_left) scoping_left->insert(scoping_left->begin(), a);
       ok = false;
     }

@@ -52,6 +52,7 @@ declare -A max_len=(
   [device_info]=4096
   [pod_resources]=16384
   [relay_frame]=16384
+  [multi_network_policy]=16384
 )
 # The libFuzzer dictionary of each target (test/fuzz/<name>.dict).
 declare -A dict=(
@@ -69,9 +70,11 @@ declare -A dict=(
   [device_info]=json
   [pod_resources]=protobuf
   [relay_frame]=json
+  [multi_network_policy]=json
 )
 order=(stdin_config cni_args networks_annotation nad_config delegate_result kubeconfig api_response
-       cache_file iptables_save watch_stream device_checkpoint device_info pod_resources relay_frame)
+       cache_file iptables_save watch_stream device_checkpoint device_info pod_resources relay_frame
+       multi_network_policy)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${order[@]}")
 for t in "${targets[@]}"; do

@@ -236,3 +236,20 @@ TEST_CASE("policy: a bad multiNetworkPolicy key is error 7 before anything runs"
   CHECK_THAT(e["msg"].get<std::string>(), Catch::StartsWith("invalid multiNetworkPolicy.denyAction"));
   CHECK(w.call_count() == 0);
 }
+
+TEST_CASE("policy: a DEL that cannot remove the rules keeps the entry, the next DEL removes them", "[plugin][mnp]") {
+  World w;
+  setup_kube(w);
+  script_plan(w, {policy_json("clients", kOnlyClients)});
+  script_status(w);
+  REQUIRE(w.run("ADD", policy_config(w), with_args(kPodArgs)).exit_code == 0);
+  w.iptables.fail_restores(Family::V4, 2);  // the removal and its one retry
+  Json e = error_of(w.run("DEL", policy_config(w), with_args(kPodArgs)));
+  CHECK(e["code"] == 106);
+  CHECK_THAT(e["msg"].get<std::string>(), Catch::Contains("removing the MultiNetworkPolicy rules of"));
+  CHECK(has(filter(w), "MNP-IN-net1"));
+  REQUIRE(w.cache.load(World::key("ctr1")));  // kept, with the attachment
+  REQUIRE(w.run("DEL", policy_config(w), with_args(kPodArgs)).exit_code == 0);
+  CHECK_FALSE(has(filter(w), "MNP-"));
+  CHECK(w.ids().empty());
+}
