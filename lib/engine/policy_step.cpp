@@ -21,6 +21,8 @@ namespace {
 using firewall::Family;
 using policy::MultiNetworkPolicy;
 
+constexpr std::size_t kMaxEventMessage = 1024;  // what events.k8s.io accepts as a note
+
 // A secondary attachment made from a NAD: the only kind a policy-for can name.
 bool may_be_covered(const Attachment& a) { return a.from_nad && !a.cluster_network; }
 
@@ -115,8 +117,9 @@ void warn_invalid(KubeAccess& kube, const cni::Invocation& inv, const Json& pod,
   for (const auto& [error, ifnames] : invalid) {
     std::string where;
     for (const std::string& i : ifnames) where += (where.empty() ? "" : ", ") + i;
-    const std::string message = "MultiNetworkPolicy " + error + "; until it is fixed it isolates " + where +
-                                " in both directions and allows nothing there";
+    std::string message = "MultiNetworkPolicy " + error + "; until it is fixed it isolates " + where +
+                          " in both directions and allows nothing there";
+    if (message.size() > kMaxEventMessage) message = message.substr(0, kMaxEventMessage - 3) + "...";
     util::log_warning(message);
     send_warning_event(kube, ref, pod, kInvalidPolicyReason, message);
   }

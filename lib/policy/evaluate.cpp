@@ -3,6 +3,9 @@
 #include "policy/evaluate.h"
 
 #include <algorithm>
+#include <array>
+#include <set>
+#include <tuple>
 
 #include "policy/prefix_set.h"
 
@@ -10,16 +13,30 @@ namespace manifold::policy {
 
 namespace {
 
+// The identity of an allow without its origin, for keeping each allow once in linear time.
+using AllowKey = std::tuple<bool, int, std::array<std::uint8_t, 16>, int, bool, int, int, int>;
+
+AllowKey key_of(const Allow& a) {
+  return {a.peer.has_value(),
+          a.peer ? a.peer->address.family : 0,
+          a.peer ? a.peer->address.bytes : std::array<std::uint8_t, 16>{},
+          a.peer ? a.peer->prefix_len : 0,
+          a.port.has_value(),
+          a.port ? static_cast<int>(a.port->protocol) : 0,
+          a.port ? a.port->first : 0,
+          a.port ? a.port->last : 0};
+}
+
 struct Context {
   const PodView& pod;
   std::string_view network;
   const PeerWorld* peers;
   std::vector<const PodView*> sorted;  // peers->pods by namespace and name
+  std::set<AllowKey> seen[2];          // the allows of ingress [0] and egress [1] so far
 };
 
-void add(DirectionRules& d, Allow allow) {
-  if (std::none_of(d.allows.begin(), d.allows.end(), [&](const Allow& a) { return a.same(allow); }))
-    d.allows.push_back(std::move(allow));
+void add(DirectionRules& d, Allow allow, Context& ctx, bool ingress) {
+  if (ctx.seen[ingress ? 0 : 1].insert(key_of(allow)).second) d.allows.push_back(std::move(allow));
 }
 
 // The matches one port entry resolves to; a named port against `owner`'s container ports (none
@@ -64,48 +81,48 @@ std::vector<const PodView*> peer_pods(const PolicyPeer& peer, const std::string&
 
 // Allows to every IP `pod` has on the network, with the fixed matches and its own named ports.
 void add_pod(DirectionRules& d, const PodView& pod, const std::vector<std::optional<PortMatch>>& fixed,
-             const std::vector<PolicyPort>& named, const Context& ctx, const std::string& origin) {
+             const std::vector<PolicyPort>& named, Context& ctx, bool ingress, const std::string& origin) {
   const std::vector<std::optional<PortMatch>> own = matches_of(named, &pod, false);
   for (const util::IpAddress& ip : pod.ips_on(ctx.network)) {
-    for (const auto& m : fixed) add(d, {util::IpPrefix::host(ip), m, origin});
-    for (const auto& m : own) add(d, {util::IpPrefix::host(ip), m, origin});
+    for (const auto& m : fixed) add(d, {util::IpPrefix::host(ip), m, origin}, ctx, ingress);
+    for (const auto& m : own) add(d, {util::IpPrefix::host(ip), m, origin}, ctx, ingress);
   }
 }
 
 // One rule: every kind of peer (none, ipBlock, selectors with and without known peers) with both
 // kinds of port (resolved now, resolved per destination).
-void add_rule(DirectionRules& d, const PolicyRule& rule, const MultiNetworkPolicy& policy, bool ingress,
-              const Context& ctx, const std::string& origin) {
+void add_rule(DirectionRules& d, const PolicyRule& rule, const MultiNetworkPolicy& policy, bool ingress, Context& ctx,
+              const std::string& origin) {
   // Ingress resolves every port against the pod itself; egress resolves named ports per destination.
   std::vector<PolicyPort> fixed_ports, named;
   for (const PolicyPort& port : rule.ports) (ingress || port.named_port.empty() ? fixed_ports : named).push_back(port);
   const std::vector<std::optional<PortMatch>> fixed =
       matches_of(fixed_ports, ingress ? &ctx.pod : nullptr, rule.ports.empty());
   if (rule.peers.empty()) {
-    for (const auto& m : fixed) add(d, {std::nullopt, m, origin});
+    for (const auto& m : fixed) add(d, {std::nullopt, m, origin}, ctx, ingress);
     if (named.empty()) return;
     if (ctx.peers == nullptr) {
       d.complete = false;
       return;
     }
-    for (const PodView* pod : ctx.sorted) add_pod(d, *pod, {}, named, ctx, origin);
+    for (const PodView* pod : ctx.sorted) add_pod(d, *pod, {}, named, ctx, ingress, origin);
     return;
   }
   for (const PolicyPeer& peer : rule.peers) {
     if (peer.ip_block) {
       for (const util::IpPrefix& prefix : subtract_prefixes(peer.ip_block->cidr, peer.ip_block->except))
-        for (const auto& m : fixed) add(d, {prefix, m, origin});
+        for (const auto& m : fixed) add(d, {prefix, m, origin}, ctx, ingress);
       continue;
     }
     if (ctx.peers == nullptr) {
       d.complete = false;
       continue;
     }
-    for (const PodView* pod : peer_pods(peer, policy.ns, ctx)) add_pod(d, *pod, fixed, named, ctx, origin);
+    for (const PodView* pod : peer_pods(peer, policy.ns, ctx)) add_pod(d, *pod, fixed, named, ctx, ingress, origin);
   }
 }
 
-void apply_policy(AttachmentRules& out, const MultiNetworkPolicy& policy, const Context& ctx) {
+void apply_policy(AttachmentRules& out, const MultiNetworkPolicy& policy, Context& ctx) {
   if (policy.ns != ctx.pod.ns || !policy.covers(ctx.network)) return;
   if (policy.pod_selector && !policy.pod_selector->matches(ctx.pod.labels)) return;
   for (bool ingress : {true, false}) {
@@ -128,7 +145,7 @@ void apply_policy(AttachmentRules& out, const MultiNetworkPolicy& policy, const 
 
 AttachmentRules evaluate(const PodView& pod, std::string_view network, const std::vector<MultiNetworkPolicy>& policies,
                          const PeerWorld* peers) {
-  Context ctx{pod, network, peers, {}};
+  Context ctx{pod, network, peers, {}, {}};
   if (peers != nullptr) {
     for (const PodView& p : peers->pods) ctx.sorted.push_back(&p);
     std::sort(ctx.sorted.begin(), ctx.sorted.end(),
