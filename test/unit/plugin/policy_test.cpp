@@ -186,7 +186,7 @@ TEST_CASE("policy: an invalid policy closes its pods' networks and says so in a 
             "-A MNP-OUT-net1 -p udp -m udp --sport 68 --dport 67 -m comment --comment \"mnp/net1/dhcp\" -j "
             "ACCEPT\n-A MNP-OUT-net1 -m comment --comment \"mnp/net1/deny\" -j DROP\n"));
   const auto& reqs = w.http.requests();
-  const auto warning = std::find_if(reqs.begin(), reqs.end(), [](const k8s::HttpRequest& r) {
+  const auto warning = std::find_if(reqs.begin(), reqs.end(), [](const http::HttpRequest& r) {
     return r.method == "POST" && has(r.body, "InvalidMultiNetworkPolicy");
   });
   REQUIRE(warning != reqs.end());

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "k8s/manifest_validate.h"
+#include "validate/manifest_validate.h"
 
 using namespace manifold;
 
@@ -18,7 +18,7 @@ Json crd() {
   REQUIRE(in.good());
   std::stringstream text;
   text << in.rdbuf();
-  const std::vector<Json> docs = k8s::load_manifests(text.str());
+  const std::vector<Json> docs = validate::load_manifests(text.str());
   REQUIRE(docs.size() == 1);
   return docs[0];
 }
