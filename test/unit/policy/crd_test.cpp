@@ -1,20 +1,21 @@
 // The shipped MultiNetworkPolicy CRD (conf/multi-network-policy-crd.yaml): the upstream CRD's names
 // (so it replaces that CRD in place), a structural schema (every node typed, or int-or-string), and
 // exactly the spec fields lib/policy reads — a field missing from the schema would be pruned by the
-// API server and silently widen or narrow a policy.
+// API server and silently widen or narrow a policy. And the shipped example policy validates.
 #include <catch2/catch.hpp>
 
 #include <fstream>
 #include <sstream>
 
+#include "policy/policy.h"
 #include "validate/manifest_validate.h"
 
 using namespace manifold;
 
 namespace {
 
-Json crd() {
-  std::ifstream in(std::string(MANIFOLD_SOURCE_DIR) + "/conf/multi-network-policy-crd.yaml");
+Json shipped(const std::string& path) {
+  std::ifstream in(std::string(MANIFOLD_SOURCE_DIR) + "/" + path);
   REQUIRE(in.good());
   std::stringstream text;
   text << in.rdbuf();
@@ -22,6 +23,8 @@ Json crd() {
   REQUIRE(docs.size() == 1);
   return docs[0];
 }
+
+Json crd() { return shipped("conf/multi-network-policy-crd.yaml"); }
 
 // The named children of a schema node, through array items.
 const Json& properties_of(const Json& node) {
@@ -92,4 +95,13 @@ TEST_CASE("policy: the shipped CRD's schema is structural and keeps every field 
   const Json& spec = schema["properties"]["spec"];
   check_fields(read, spec, "spec");
   CHECK(spec["required"] == Json::array({"podSelector"}));
+}
+
+TEST_CASE("policy: the example policy validates and covers the example macvlan NAD", "[policy]") {
+  const policy::MultiNetworkPolicy p = policy::read_policy(shipped("examples/multi-network-policy.yaml"));
+  INFO(p.error);
+  CHECK(p.valid());
+  CHECK(p.covers("default/macvlan-conf"));
+  CHECK((p.ingress && p.egress));
+  CHECK(p.ingress_rules.size() == 2);
 }
