@@ -33,9 +33,12 @@ class PolicyK8sTestCase(PolicyTestCase, K8sTestCase):
         self.probe_record = self.tree.path("probes.jsonl")
 
     def write_world(self, **top):
-        """The manifold config with this test's kubeconfig and multiNetworkPolicy."""
+        """The manifold config with this test's kubeconfig and multiNetworkPolicy. A delegate may
+        take long here (fake-probe runs its probes inside the ADD, each a Python start): its bound
+        is generous, as it must be for answers that must come on a loaded machine."""
         if self.policy_key is not None:
             top.setdefault("multiNetworkPolicy", self.policy_key)
+        top.setdefault("delegateTimeout", 180)
         self.write_k8s(**top)
 
     def blue_nad(self):
@@ -72,7 +75,7 @@ class PolicyK8sTestCase(PolicyTestCase, K8sTestCase):
         pod.k8s_name, pod.cni_args = k8s_name, args
         if prepare:
             prepare(pod)
-        run = self.driver("add", netns.path, container_id=container_id, cni_args=args)
+        run = self.driver("add", netns.path, container_id=container_id, cni_args=args, timeout=300)
         if not expect_ok:
             return pod, run
         self.assertOk(run)
