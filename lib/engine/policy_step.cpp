@@ -26,9 +26,14 @@ constexpr std::size_t kMaxEventMessage = 1024;  // what events.k8s.io accepts as
 // A secondary attachment made from a NAD: the only kind a policy-for can name.
 bool may_be_covered(const Attachment& a) { return a.from_nad && !a.cluster_network; }
 
-policy::PodView pod_view_of(const Json& pod) {
+// The pod as policies see it; its namespace and name are the decoded pod's (a GET answer may leave
+// them out of the object).
+policy::PodView pod_view_of(const k8s::Pod& pod) {
+  Json object = pod.object;
+  object["metadata"]["namespace"] = pod.namespace_;
+  object["metadata"]["name"] = pod.name;
   try {
-    return policy::read_pod_view(pod);
+    return policy::read_pod_view(object);
   } catch (const policy::PolicyError& e) {
     throw cni::CniError(cni::ErrorCode::Decoding,
                         std::string("cannot read the pod for MultiNetworkPolicy: ") + e.what());
@@ -111,7 +116,7 @@ std::vector<Family> families_here(const Services& services) {
 }
 
 // One Warning event per invalid policy that isolates an attachment of the pod (best effort).
-void warn_invalid(KubeAccess& kube, const cni::Invocation& inv, const Json& pod,
+void warn_invalid(KubeAccess& kube, const cni::Invocation& inv, const k8s::Pod& pod,
                   const std::map<std::string, std::vector<std::string>>& invalid) {
   const cni::PodRef ref = cni::pod_ref_from(inv.args);
   for (const auto& [error, ifnames] : invalid) {
@@ -135,7 +140,7 @@ std::vector<std::string> own_networks(const std::vector<Attachment>& attachments
 }  // namespace
 
 PolicyPlan plan_policies(const Services& services, const Session& session, KubeAccess& kube, const cni::Invocation& inv,
-                         const std::optional<Json>& pod, const std::vector<Attachment>& attachments) {
+                         const std::optional<k8s::Pod>& pod, const std::vector<Attachment>& attachments) {
   PolicyPlan plan;
   plan.config = policy::read_policy_config(session.config.multi_network_policy);
   plan.attachments.resize(attachments.size());
@@ -196,7 +201,7 @@ std::vector<std::string> check_policies(const Services& services, const Session&
   for (const store::AttachmentRecord& a : record.attachments)
     if (!a.cluster_network && a.name.find('/') != std::string::npos) own.push_back(a.name);
   KubeAccess kube(services, session.config);
-  const std::optional<Json> pod = lookup_pod(kube, inv);
+  const std::optional<k8s::Pod> pod = lookup_pod(kube, inv);
   if (!pod) return diffs;
   const policy::PodView view = pod_view_of(*pod);
   const std::vector<MultiNetworkPolicy> policies =

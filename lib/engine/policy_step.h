@@ -25,6 +25,7 @@
 #include "engine/kube_access.h"
 #include "engine/services.h"
 #include "engine/session.h"
+#include "k8s/pod.h"
 #include "policy/enforce.h"
 #include "policy/evaluate.h"
 #include "policy/policy_config.h"
@@ -53,7 +54,7 @@ struct PolicyPlan {
 /// `multiNetworkPolicy` key (also without a pod), and the API's error when the policies cannot be
 /// listed (the ADD then fails: nothing is attached without knowing what covers it).
 PolicyPlan plan_policies(const Services& services, const Session& session, KubeAccess& kube, const cni::Invocation& inv,
-                         const std::optional<Json>& pod, const std::vector<Attachment>& attachments);
+                         const std::optional<k8s::Pod>& pod, const std::vector<Attachment>& attachments);
 
 /// ADD: installs `plan`'s rules in the pod namespace of `env`; returns the applied state to record.
 Json apply_attachment_policy(scoping::ScopingEnv& env, const AttachmentPolicy& plan,
