@@ -45,7 +45,10 @@ std::string rbac_excess(const Json& rule) {
       if (rbac_grants(rule, group, resource, verb)) return true;
     return false;
   };
-  if (rbac_grants(rule, "", "pods", "patch")) note("patch on pods");
+  // The code writes only pods/status (PUT); a write to the pod itself would let every node, whose
+  // root holds this account's token, rewrite any pod's spec.
+  if (writes("", "pods")) note("write access to pods (only pods/status update is needed)");
+  if (rbac_grants(rule, "", "pods/status", "patch")) note("patch on pods/status");
   if (writes(kNadGroup, kNads)) note("write access to network-attachment-definitions");
   if (rbac_grants(rule, "", "secrets", "")) note("access to secrets");
   if (writes(kDraGroup, "resourceclaims") || writes(kDraGroup, "resourceslices")) note("write access to DRA objects");
@@ -167,16 +170,15 @@ void validate_cluster_role(const Json& role, cni::Problems& out) {
     const char* why;
     bool optional = false;  ///< only some pods need it: a warning when missing
   };
-  const char* multus = "keeping the role interchangeable with Multus's";
-  const Need needs[] = {{"", "pods", {"get"}, "reading the pod's network selection annotations"},
-                        {"", "pods", {"update"}, multus},
-                        {"", "pods", {"list", "watch"}, "the node agent's pod watch (hot-plug)"},
-                        {"", "pods/status", {"get"}, multus},
-                        {"", "pods/status", {"update"}, "writing network-status"},
-                        {"", "events", {"create"}, "the AddedInterface/RemovedInterface events on pods"},
-                        {kNadGroup, kNads, {"get", "list"}, "reading the networks pods select"},
-                        {kDraGroup, "resourceclaims", {"get"}, "network devices of pods with DRA claims", true},
-                        {kDraGroup, "resourceslices", {"list"}, "network devices of pods with DRA claims", true}};
+  const Need needs[] = {
+      {"", "pods", {"get"}, "reading the pod's network selection annotations"},
+      {"", "pods", {"list", "watch"}, "the node agent's pod watch (hot-plug)"},
+      {"", "pods/status", {"update"}, "writing network-status"},
+      {"", "events", {"create"}, "the AddedInterface/RemovedInterface events on pods"},
+      {kNadGroup, kNads, {"get"}, "reading the networks pods select"},
+      {kNadGroup, "multi-networkpolicies", {"list"}, "MultiNetworkPolicy rules at ADD (when enabled)", true},
+      {kDraGroup, "resourceclaims", {"get"}, "network devices of pods with DRA claims", true},
+      {kDraGroup, "resourceslices", {"list"}, "network devices of pods with DRA claims", true}};
   if (find_path(role, {"aggregationRule"})) return;  // the controller fills the rules in
   const Json* rules = find_path(role, {"rules"});
   if (rules && !rules->is_array()) return add(out, "$.rules", "must be a list of rules");

@@ -17,11 +17,14 @@ bool is_manifold_cluster_role(const Json& role);
 /// Validates manifold's ClusterRole. Each grant the plugin or the node agent needs and no rule
 /// gives is an error at "$.rules" naming the resource, the verbs and the user, e.g.
 /// "pods list/watch: not granted; needed for the node agent's pod watch (hot-plug)". Needed: core
-/// pods get, update, list, watch; pods/status get, update; events create; k8s.cni.cncf.io
-/// network-attachment-definitions get, list. "*" in apiGroups, resources or verbs matches anything
-/// ("*/status" any status subresource); a rule with resourceNames satisfies nothing (manifold reads
-/// any pod). A rule granting more than that — patch on pods, a write verb on NADs, anything on
-/// secrets — gets a warning at "$.rules[i]". A role with an aggregationRule is not checked.
+/// pods get, list, watch; pods/status update; events create; k8s.cni.cncf.io
+/// network-attachment-definitions get; and, as warnings when missing (only some pods need them),
+/// multi-networkpolicies list, resource.k8s.io resourceclaims get and resourceslices list. "*" in
+/// apiGroups, resources or verbs matches anything ("*/status" any status subresource); a rule with
+/// resourceNames satisfies nothing (manifold reads any pod). A rule granting more than that — a
+/// write verb on pods (the pod itself, not its status), patch on pods/status, a write verb on NADs
+/// or DRA objects, anything on secrets — gets a warning at "$.rules[i]". A role with an
+/// aggregationRule is not checked.
 void validate_cluster_role(const Json& role, cni::Problems& out);
 
 /// Validates a DaemonSet's pod template when a container runs `manifold agent` (in command + args,

@@ -91,11 +91,20 @@ class ValidateTest(unittest.TestCase):
         return self.file(name, text.replace(old, new))
 
     def test_shipped_rbac_without_watch_is_reported(self):
-        path = self.shipped_copy("rbac.yaml", 'verbs: ["list", "watch"]', 'verbs: ["list"]')
+        path = self.shipped_copy("rbac.yaml", 'verbs: ["get", "list", "watch"]', 'verbs: ["get", "list"]')
         r = self.validate(path)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn(path + " [ClusterRole manifold]: $.rules: pods watch: not granted; "
                       "needed for the node agent's pod watch (hot-plug)", r.stdout.splitlines())
+
+    def test_shipped_rbac_granting_pod_update_is_flagged(self):
+        # Multus's role grants update on pods; every node holds the token, so that is any pod's spec.
+        path = self.shipped_copy("rbac.yaml", 'verbs: ["get", "list", "watch"]',
+                                 'verbs: ["get", "list", "watch", "update"]')
+        r = self.validate(path)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn(path + " [ClusterRole manifold]: warning: $.rules[0]: grants more than manifold needs: "
+                      "write access to pods (only pods/status update is needed)", r.stdout.splitlines())
 
     def test_shipped_daemonset_without_propagation_is_reported(self):
         path = self.shipped_copy("manifold-daemonset.yaml", "mountPropagation: HostToContainer", "readOnly: false")

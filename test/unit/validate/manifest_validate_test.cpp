@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 
 #include "cni/error.h"
 #include "validate/deploy_validate.h"
@@ -185,33 +187,16 @@ std::vector<std::string> warnings_of(const cni::Problems& problems) {
   return out;
 }
 
-// The ClusterRole of conf/rbac.yaml.
+// The ClusterRole of conf/rbac.yaml, as shipped.
 Json shipped_role() {
-  return load_manifests(R"(apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: manifold
-rules:
-  - apiGroups: [""]
-    resources: ["pods", "pods/status"]
-    verbs: ["get", "update"]
-  - apiGroups: [""]
-    resources: ["pods"]
-    verbs: ["list", "watch"]
-  - apiGroups: [""]
-    resources: ["events"]
-    verbs: ["create"]
-  - apiGroups: ["k8s.cni.cncf.io"]
-    resources: ["network-attachment-definitions"]
-    verbs: ["get", "list"]
-  - apiGroups: ["resource.k8s.io"]
-    resources: ["resourceclaims"]
-    verbs: ["get"]
-  - apiGroups: ["resource.k8s.io"]
-    resources: ["resourceslices"]
-    verbs: ["list"]
-)")
-      .at(0);
+  std::ifstream in(std::string(MANIFOLD_SOURCE_DIR) + "/conf/rbac.yaml");
+  REQUIRE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  for (const Json& doc : load_manifests(text.str()))
+    if (doc.value("kind", "") == "ClusterRole") return doc;
+  FAIL("conf/rbac.yaml holds no ClusterRole");
+  return {};
 }
 
 cni::Problems role_problems(const Json& role) {
@@ -310,37 +295,39 @@ metadata: {name: network-attachment-definitions.k8s.cni.cncf.io}
 TEST_CASE("each missing ClusterRole grant is an error naming the resource, the verbs and the user", "[validate]") {
   Json role = shipped_role();
   SECTION("watch") {
-    role["rules"][1]["verbs"] = Json::array({"list"});
+    role["rules"][0]["verbs"] = Json::array({"get", "list"});
     CHECK(
         errors_of(role_problems(role)) ==
         std::vector<std::string>{"$.rules: pods watch: not granted; needed for the node agent's pod watch (hot-plug)"});
   }
   SECTION("list and watch") {
-    role["rules"].erase(1);
+    role["rules"][0]["verbs"] = Json::array({"get"});
     CHECK(errors_of(role_problems(role)) ==
           std::vector<std::string>{
               "$.rules: pods list/watch: not granted; needed for the node agent's pod watch (hot-plug)"});
   }
-  SECTION("update on pods and pods/status") {
-    role["rules"][0]["verbs"] = Json::array({"get"});
+  SECTION("update on pods/status") {
+    role["rules"][1]["verbs"] = Json::array({"get"});
     CHECK(errors_of(role_problems(role)) ==
-          std::vector<std::string>{
-              "$.rules: pods update: not granted; needed for keeping the role interchangeable with Multus's",
-              "$.rules: pods/status update: not granted; needed for writing network-status"});
+          std::vector<std::string>{"$.rules: pods/status update: not granted; needed for writing network-status"});
   }
-  SECTION("pods/status") {
-    role["rules"][0]["resources"] = Json::array({"pods"});
-    CHECK(errors_of(role_problems(role)) ==
+  SECTION("update on pods does not stand in for pods/status") {
+    role["rules"].erase(1);
+    role["rules"][0]["verbs"].push_back("update");
+    auto problems = role_problems(role);
+    CHECK(errors_of(problems) ==
+          std::vector<std::string>{"$.rules: pods/status update: not granted; needed for writing network-status"});
+    CHECK(warnings_of(problems) ==
           std::vector<std::string>{
-              "$.rules: pods/status get: not granted; needed for keeping the role interchangeable with Multus's",
-              "$.rules: pods/status update: not granted; needed for writing network-status"});
+              "warning: $.rules[0]: grants more than manifold needs: write access to pods (only pods/status update is "
+              "needed)"});
   }
   SECTION("pods get") {
     role["rules"][0]["resources"] = Json::array({"pods/status"});
     CHECK(errors_of(role_problems(role)) ==
           std::vector<std::string>{
               "$.rules: pods get: not granted; needed for reading the pod's network selection annotations",
-              "$.rules: pods update: not granted; needed for keeping the role interchangeable with Multus's"});
+              "$.rules: pods list/watch: not granted; needed for the node agent's pod watch (hot-plug)"});
   }
   SECTION("events create") {
     role["rules"][2]["apiGroups"] = Json::array({"events.k8s.io"});
@@ -348,29 +335,29 @@ TEST_CASE("each missing ClusterRole grant is an error naming the resource, the v
           std::vector<std::string>{
               "$.rules: events create: not granted; needed for the AddedInterface/RemovedInterface events on pods"});
   }
-  SECTION("NAD list") {
-    role["rules"][3]["verbs"] = Json::array({"get"});
-    CHECK(errors_of(role_problems(role)) ==
-          std::vector<std::string>{
-              "$.rules: network-attachment-definitions list: not granted; needed for reading the networks pods "
-              "select"});
-  }
   SECTION("NADs in the wrong API group") {
     role["rules"][3]["apiGroups"] = Json::array({""});
     CHECK(errors_of(role_problems(role)) ==
           std::vector<std::string>{
-              "$.rules: network-attachment-definitions get/list: not granted; needed for reading the networks pods "
+              "$.rules: network-attachment-definitions get: not granted; needed for reading the networks pods "
               "select"});
+  }
+  SECTION("MultiNetworkPolicy list is a warning: only namespaces with enforcement enabled need it") {
+    role["rules"].erase(4);
+    auto problems = role_problems(role);
+    CHECK(errors_of(problems).empty());
+    CHECK(warnings_of(problems) ==
+          std::vector<std::string>{"warning: $.rules: multi-networkpolicies list: not granted; needed for "
+                                   "MultiNetworkPolicy rules at ADD (when enabled)"});
   }
   SECTION("a rule limited by resourceNames grants nothing manifold can use") {
     role["rules"][1]["resourceNames"] = Json::array({"web"});
     CHECK(errors_of(role_problems(role)) ==
-          std::vector<std::string>{
-              "$.rules: pods list/watch: not granted; needed for the node agent's pod watch (hot-plug)"});
+          std::vector<std::string>{"$.rules: pods/status update: not granted; needed for writing network-status"});
   }
   SECTION("no rules at all") {
     role.erase("rules");
-    CHECK(errors_of(role_problems(role)).size() == 7);
+    CHECK(errors_of(role_problems(role)).size() == 5);
     role["rules"] = "pods";
     CHECK(errors_of(role_problems(role)) == std::vector<std::string>{"$.rules: must be a list of rules"});
   }
@@ -382,10 +369,10 @@ TEST_CASE("ClusterRole wildcards satisfy every need; grants beyond them are warn
     role["rules"] = Json::parse(R"([{"apiGroups":["*"],"resources":["*"],"verbs":["*"]}])");
     auto problems = role_problems(role);
     CHECK(errors_of(problems).empty());
-    CHECK(
-        warnings_of(problems) ==
-        std::vector<std::string>{"warning: $.rules[0]: grants more than manifold needs: patch on pods, write access to "
-                                 "network-attachment-definitions, access to secrets, write access to DRA objects"});
+    CHECK(warnings_of(problems) ==
+          std::vector<std::string>{"warning: $.rules[0]: grants more than manifold needs: write access to pods (only "
+                                   "pods/status update is needed), patch on pods/status, write access to "
+                                   "network-attachment-definitions, access to secrets, write access to DRA objects"});
   }
   SECTION("wildcard verbs and subresources, exact groups") {
     role["rules"] = Json::parse(R"([{"apiGroups":[""],"resources":["pods","*/status","events"],"verbs":["*"]},
@@ -394,9 +381,24 @@ TEST_CASE("ClusterRole wildcards satisfy every need; grants beyond them are warn
     auto problems = role_problems(role);
     CHECK(errors_of(problems).empty());
     CHECK(warnings_of(problems) ==
-          std::vector<std::string>{"warning: $.rules[0]: grants more than manifold needs: patch on pods"});
+          std::vector<std::string>{"warning: $.rules[0]: grants more than manifold needs: write access to pods (only "
+                                   "pods/status update is needed), patch on pods/status"});
   }
-  SECTION("a Multus-era role without the DRA grants: warnings, since only pods with claims need them") {
+  SECTION("a Multus-style role works, with warnings for what it grants beyond manifold's needs") {
+    role["rules"] = Json::parse(R"([{"apiGroups":["k8s.cni.cncf.io"],"resources":["*"],"verbs":["*"]},
+        {"apiGroups":[""],"resources":["pods","pods/status"],"verbs":["get","list","update","watch"]},
+        {"apiGroups":["","events.k8s.io"],"resources":["events"],"verbs":["create","patch","update"]}])");
+    auto problems = role_problems(role);
+    CHECK(errors_of(problems).empty());
+    CHECK(warnings_of(problems) ==
+          std::vector<std::string>{
+              "warning: $.rules: resourceclaims get: not granted; needed for network devices of pods with DRA claims",
+              "warning: $.rules: resourceslices list: not granted; needed for network devices of pods with DRA claims",
+              "warning: $.rules[0]: grants more than manifold needs: write access to network-attachment-definitions",
+              "warning: $.rules[1]: grants more than manifold needs: write access to pods (only pods/status update is "
+              "needed)"});
+  }
+  SECTION("a role without the DRA grants: warnings, since only pods with claims need them") {
     role["rules"].erase(role["rules"].end() - 2, role["rules"].end());
     auto problems = role_problems(role);
     CHECK(errors_of(problems).empty());
@@ -411,7 +413,7 @@ TEST_CASE("ClusterRole wildcards satisfy every need; grants beyond them are warn
         Json::parse(R"({"apiGroups":["resource.k8s.io"],"resources":["resourceclaims"],"verbs":["update"]})"));
     CHECK(
         warnings_of(role_problems(role)) ==
-        std::vector<std::string>{"warning: $.rules[6]: grants more than manifold needs: write access to DRA objects"});
+        std::vector<std::string>{"warning: $.rules[7]: grants more than manifold needs: write access to DRA objects"});
   }
   SECTION("patch on pods, NAD writes, secrets") {
     role["rules"].push_back(Json::parse(R"({"apiGroups":[""],"resources":["pods"],"verbs":["patch"]})"));
@@ -423,9 +425,10 @@ TEST_CASE("ClusterRole wildcards satisfy every need; grants beyond them are warn
     CHECK(errors_of(problems).empty());
     CHECK(warnings_of(problems) ==
           std::vector<std::string>{
-              "warning: $.rules[6]: grants more than manifold needs: patch on pods",
-              "warning: $.rules[7]: grants more than manifold needs: write access to network-attachment-definitions",
-              "warning: $.rules[8]: grants more than manifold needs: access to secrets"});
+              "warning: $.rules[7]: grants more than manifold needs: write access to pods (only pods/status update is "
+              "needed)",
+              "warning: $.rules[8]: grants more than manifold needs: write access to network-attachment-definitions",
+              "warning: $.rules[9]: grants more than manifold needs: access to secrets"});
   }
   SECTION("aggregated roles are not checked") {
     role.erase("rules");
@@ -451,9 +454,9 @@ metadata: {name: manifold-agent}
   CHECK_FALSE(reports[0].checked);
   CHECK(reports[0].problems.empty());
   CHECK(reports[1].checked);
-  CHECK(errors_of(reports[1].problems).size() == 7);
+  CHECK(errors_of(reports[1].problems).size() == 5);
   CHECK(reports[2].checked);
-  CHECK(errors_of(reports[2].problems).size() == 7);
+  CHECK(errors_of(reports[2].problems).size() == 5);
   CHECK(is_manifold_cluster_role(shipped_role()));
 }
 
