@@ -39,8 +39,21 @@ Agent::Agent(const engine::Services& services, AgentOptions options, AgentMetric
     : services_(services),
       options_(std::move(options)),
       metrics_(metrics),
-      reconciler_(services, ReconcilerOptions{options_.cni_dir, options_.kubeconfig}) {
+      rate_limit_(std::make_shared<http::RequestRateLimit>(options_.api_requests_per_second, options_.api_burst,
+                                                           services.clock, services.sleeper)),
+      limited_(rate_limited(services, rate_limit_)),
+      reconciler_(limited_, ReconcilerOptions{options_.cni_dir, options_.kubeconfig}) {
   set_health(false, "not synced with the API server yet");
+}
+
+engine::Services Agent::rate_limited(const engine::Services& services,
+                                     const std::shared_ptr<http::RequestRateLimit>& limit) {
+  engine::Services out = services;
+  out.open_transport = [open = services.open_transport, limit](const http::ClusterAuth& auth,
+                                                               const std::string& tls_session_dir) {
+    return std::make_unique<http::RateLimitedTransport>(open(auth, tls_session_dir), limit);
+  };
+  return out;
 }
 
 AgentHealth Agent::health() const {
@@ -91,7 +104,7 @@ int Agent::run(const std::function<bool()>& stop) {
     util::log_error("agent: no Kubernetes credentials (no --kubeconfig and not running in a cluster)");
     return 1;
   }
-  transport_ = services_.open_transport(*auth, http::tls_session_dir(options_.cni_dir));
+  transport_ = limited_.open_transport(*auth, http::tls_session_dir(options_.cni_dir));
   api_ =
       std::make_unique<k8s::ApiClient>(*transport_, *auth, http::RetryPolicy{}, *services_.sleeper, *services_.clock);
   util::log_verbose("agent: watching the pods of node ", options_.node_name);
@@ -112,6 +125,9 @@ int Agent::run(const std::function<bool()>& stop) {
     switch (end) {
       case WatchEnd::Resume:
         failures = 0;
+        break;
+      case WatchEnd::Empty:  // ended at once with nothing: wait as after a failure, without blaming health
+        if (!wait(backoff(++failures))) return 0;
         break;
       case WatchEnd::Relist:
         metrics_.watch_restarts_expired.inc();
@@ -134,6 +150,9 @@ int Agent::run(const std::function<bool()>& stop) {
 void Agent::count_api_requests() {
   metrics_.api_requests.inc(api_->requests_made() - counted_requests_);
   counted_requests_ = api_->requests_made();
+  const std::uint64_t throttled = rate_limit_->throttled();
+  metrics_.api_throttled.inc(static_cast<double>(throttled - counted_throttled_));
+  counted_throttled_ = throttled;
 }
 
 bool Agent::list_and_reconcile() {
@@ -192,6 +211,8 @@ Agent::WatchEnd Agent::watch_once() {
     return !stop_();
   };
   pending_end_ = WatchEnd::Resume;
+  watch_events_ = 0;
+  const Clock::time_point start = services_.clock->now();
   try {
     http::StreamEnd end = api_->watch_node_pods(
         options_.node_name, resource_version_, options_.watch_timeout_seconds, so, [&](std::string_view bytes) {
@@ -208,6 +229,10 @@ Agent::WatchEnd Agent::watch_once() {
         });
     if (stop_()) return WatchEnd::Stopped;
     if (end == http::StreamEnd::Stopped) return pending_end_;
+    if (watch_events_ == 0 && services_.clock->now() - start < options_.quick_watch) {
+      metrics_.watch_restarts_empty.inc();
+      return WatchEnd::Empty;
+    }
     metrics_.watch_restarts_closed.inc();
     set_health(true, "");
     return WatchEnd::Resume;
@@ -225,6 +250,7 @@ Agent::WatchEnd Agent::watch_once() {
 }
 
 bool Agent::handle(const k8s::WatchEvent& event) {
+  ++watch_events_;
   if (event.type == "ERROR") {
     const int code = event.object.value("code", 0);
     const std::string message = event.object.value("message", std::string());

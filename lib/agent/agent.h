@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "agent/metrics.h"
 #include "agent/reconciler.h"
 #include "engine/services.h"
+#include "http/rate_limit.h"
 #include "http/retry.h"
 #include "k8s/api_client.h"
 #include "k8s/pod.h"
@@ -37,6 +39,12 @@ struct AgentOptions {
   std::chrono::milliseconds tick{200};             ///< how often a waiting stream checks for stop and retries
   std::chrono::milliseconds initial_backoff{500};  ///< first wait after a failure (reconnect or retry)
   std::chrono::milliseconds max_backoff{30000};    ///< longest wait after repeated failures
+  /// A watch that ends sooner than this without delivering a single event (not even a bookmark) is
+  /// treated as a failure: the next one waits a growing backoff, so a server or proxy that ends
+  /// every watch at once is not answered with a tight reconnect loop.
+  std::chrono::milliseconds quick_watch{10000};
+  double api_requests_per_second = 20;  ///< ceiling on the agent's own API request rate (list, watch, hot-plug)
+  double api_burst = 100;               ///< requests allowed at once above that rate
 };
 
 /// What /healthz reports about the loop.
@@ -65,9 +73,11 @@ class Agent {
     std::optional<std::string> invalid_annotation;     ///< the annotation found invalid, if any
   };
 
+  static engine::Services rate_limited(const engine::Services& services,
+                                       const std::shared_ptr<http::RequestRateLimit>& limit);
   bool list_and_reconcile();
   void count_api_requests();
-  enum class WatchEnd { Resume, Relist, Backoff, Stopped };
+  enum class WatchEnd { Resume, Empty, Relist, Backoff, Stopped };
   WatchEnd watch_once();
   bool handle(const k8s::WatchEvent& event);
   void reconcile_pod(const std::string& uid);
@@ -79,6 +89,8 @@ class Agent {
   const engine::Services& services_;
   AgentOptions options_;
   AgentMetrics& metrics_;
+  std::shared_ptr<http::RequestRateLimit> rate_limit_;  ///< every transport the agent opens draws on it
+  engine::Services limited_;                            ///< services_ with rate-limited transports
   Reconciler reconciler_;
   std::function<bool()> stop_;
   std::unique_ptr<http::HttpTransport> transport_;
@@ -86,6 +98,8 @@ class Agent {
   http::RandomJitter jitter_;
   std::string resource_version_;
   int counted_requests_ = 0;              ///< requests of api_ already added to the metrics
+  std::uint64_t counted_throttled_ = 0;   ///< throttled requests already added to the metrics
+  int watch_events_ = 0;                  ///< events (bookmarks included) the current watch delivered
   std::map<std::string, PodState> pods_;  ///< by pod UID
   WatchEnd pending_end_ = WatchEnd::Resume;
   mutable std::mutex health_mu_;

@@ -233,11 +233,14 @@ AgentMetrics::AgentMetrics(MetricsRegistry& r)
       watch_restarts_closed(r.counter(kRestarts, kRestartsHelp, {{"reason", "closed"}})),
       watch_restarts_error(r.counter(kRestarts, kRestartsHelp, {{"reason", "error"}})),
       watch_restarts_expired(r.counter(kRestarts, kRestartsHelp, {{"reason", "expired"}})),
+      watch_restarts_empty(r.counter(kRestarts, kRestartsHelp, {{"reason", "empty"}})),
       pods_tracked(r.gauge("manifold_agent_pods_tracked", "Pods on this node that the agent tracks.")),
       sandboxes_tracked(r.gauge("manifold_agent_sandboxes_tracked",
                                 "Pod sandboxes with a complete cache entry that the agent tracks.")),
       api_requests(
-          r.counter("manifold_agent_api_requests_total", "Requests the agent sent to the Kubernetes API server.")) {}
+          r.counter("manifold_agent_api_requests_total", "Requests the agent sent to the Kubernetes API server.")),
+      api_throttled(r.counter("manifold_agent_api_throttled_total",
+                              "Requests the agent held back under its API request rate ceiling.")) {}
 
 RelayMetrics::RelayMetrics(MetricsRegistry& registry)
     : answered_(registry.counter("manifold_agent_relay_exchanges_total",

@@ -137,9 +137,11 @@ struct AgentMetrics {
   Counter& watch_restarts_closed;   ///< manifold_agent_watch_restarts_total{reason="closed"}
   Counter& watch_restarts_error;    ///< manifold_agent_watch_restarts_total{reason="error"}
   Counter& watch_restarts_expired;  ///< manifold_agent_watch_restarts_total{reason="expired"}
+  Counter& watch_restarts_empty;    ///< manifold_agent_watch_restarts_total{reason="empty"} (ended at once, no event)
   Gauge& pods_tracked;              ///< manifold_agent_pods_tracked
   Gauge& sandboxes_tracked;         ///< manifold_agent_sandboxes_tracked
   Counter& api_requests;            ///< manifold_agent_api_requests_total
+  Counter& api_throttled;           ///< manifold_agent_api_throttled_total (held back by the rate ceiling)
 };
 
 /// The relay's counts as metrics: manifold_agent_relay_exchanges_total{result="answered|refused"}.

@@ -3,13 +3,15 @@
 an attach and started again (the interrupted attach is undone and done again, nothing leaks); a
 CNI DEL racing a hot-plug (it waits for the container's lock, and nothing is left behind); the API
 server unreachable for a while, answering 500 and 429, sending garbage, oversized events or
-dropping the stream mid-event, and expiring the agent's resourceVersion (410: relist) — the agent
+dropping the stream mid-event, ending every watch at once (a backoff, not a
+reconnect loop), and expiring the agent's resourceVersion (410: relist) — the agent
 keeps running, reports, and applies the change once it can.
 """
 import os
 import signal
 import sys
 import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True
@@ -153,6 +155,28 @@ class AgentFaultTest(AgentTestCase):
         self.annotate("blue")
         self.wait_status({"eth0": "cluster", "net1": "default/blue"})
         self.assertGreaterEqual(self.metrics()['manifold_agent_watch_restarts_total{reason="error"}'], 5)
+        self.assertOk(self.delete())
+        self.assertNothingLeft(self.pod)
+
+    def test_watches_ended_at_once_are_reopened_after_a_backoff_not_in_a_loop(self):
+        # A proxy (or an overloaded server) that answers every watch with 200 and an empty body: the
+        # agent once reopened it thousands of times a second. Now each reopen waits a growing backoff
+        # (capped by --max-backoff 1000 here: at least 500 ms once it is reached).
+        watches = lambda: [r for r in self.requests(path=r"^/api/v1/pods$") if r.get("verb") == "watch"]
+        self.api.add_fault(path=r"^/api/v1/pods$", watch=True, action="raw", status=200,
+                           content_type="application/json", body="", count=None)
+        self.start_agent(wait_watch=False)
+        self.wait_for(watches, "the agent's first watch")  # /metrics is served before the loop starts
+        self.wait_for(lambda: self.metrics()['manifold_agent_watch_restarts_total{reason="empty"}'] >= 3,
+                      "three watches ended at once")
+        before, start = len(watches()), time.monotonic()
+        time.sleep(3)
+        reopened, seconds = len(watches()) - before, time.monotonic() - start
+        # An upper bound only (a slower machine reopens less): one reopen per 500 ms at most, plus one.
+        self.assertLessEqual(reopened, seconds / 0.5 + 1, "%d watches in %.1f s" % (reopened, seconds))
+        self.api.clear_faults()
+        self.annotate("blue")
+        self.wait_status({"eth0": "cluster", "net1": "default/blue"})
         self.assertOk(self.delete())
         self.assertNothingLeft(self.pod)
 

@@ -151,7 +151,7 @@ TEST_CASE("agent: a pod that does not decode is ignored, told in the log; the wa
   worse["metadata"]["annotations"] = {{"k8s.v1.cni.cncf.io/networks", 5}};
   w.api.push_response(200, pod_list("10", {pod_json("web", "9"), bad.dump()}));
   w.api.push_stream(200, {event("ADDED", worse.dump()), event("MODIFIED", pod_json("web", "12"))});
-  w.api.push_stream(200, {});
+  w.api.push_stream(200, {bookmark("12")});
   w.run();
   CHECK(w.metrics.pods_tracked.value() == 1);
   CHECK(w.targets() == std::vector<std::string>{kList, watch_from("10"), watch_from("12")});
@@ -171,7 +171,7 @@ TEST_CASE("agent: 410 Gone, as an ERROR event or as the answer, relists", "[agen
   w.api.push_response(200, pod_list("30"));
   w.api.push_stream(410, {R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410})"});
   w.api.push_response(200, pod_list("40"));
-  w.api.push_stream(200, {});
+  w.api.push_stream(200, {bookmark("40")});
   w.run();
   CHECK(w.targets() ==
         std::vector<std::string>{kList, watch_from("10"), kList, watch_from("30"), kList, watch_from("40")});
@@ -199,6 +199,55 @@ TEST_CASE("agent: a garbled stream backs off and resumes from the last good vers
     total += wait;
   }
   CHECK(total >= std::chrono::milliseconds(1750));
+}
+
+/// The fake clock's time at each request the agent sends.
+std::vector<std::chrono::steady_clock::time_point> request_times(World& w) {
+  auto times = std::make_shared<std::vector<std::chrono::steady_clock::time_point>>();
+  w.api.on_send([times, clock = w.clock](const HttpRequest&) { times->push_back(clock->now()); });
+  w.run();
+  return *times;
+}
+
+TEST_CASE("agent: watches the server ends at once with nothing are reopened after a growing backoff", "[agent]") {
+  World w;
+  w.api.push_response(200, pod_list("10"));
+  for (int i = 0; i < 6; ++i) w.api.push_stream(200, {});  // 200, then the end: a proxy cutting every watch
+  const auto times = request_times(w);
+  REQUIRE(times.size() == 7);
+  CHECK(w.metrics.watch_restarts_empty.value() == 6);
+  CHECK(w.metrics.watch_restarts_closed.value() == 0);
+  // 500 ms doubling, each jittered down by at most half: the n-th reopen waits at least 250·2^(n-1) ms.
+  for (std::size_t i = 2; i < times.size(); ++i)
+    CHECK(times[i] - times[i - 1] >= std::chrono::milliseconds(250 << (i - 2)));
+}
+
+TEST_CASE("agent: a quiet watch that ran its course, or one that brought a bookmark, is reopened at once", "[agent]") {
+  World w;
+  w.api.push_response(200, pod_list("10"));
+  w.api.push_stream(200, {});  // the server's timeoutSeconds on a quiet node: the clock moves 11 s
+  w.api.push_stream(200, {bookmark("12")});
+  w.api.push_stream(200, {bookmark("13")});
+  int streams = 0;
+  w.api.on_send([&](const HttpRequest& r) {
+    if (r.target.find("watch=1") != std::string::npos && ++streams == 1) w.clock->advance(std::chrono::seconds(11));
+  });
+  w.run();
+  CHECK(w.sleeper->waits().empty());
+  CHECK(w.metrics.watch_restarts_empty.value() == 0);
+  CHECK(w.metrics.watch_restarts_closed.value() == 3);
+}
+
+TEST_CASE("agent: every request of the agent is under its rate ceiling", "[agent]") {
+  World w;
+  w.options.api_requests_per_second = 2;
+  w.options.api_burst = 1;
+  w.api.push_response(200, pod_list("10"));
+  for (int i = 0; i < 4; ++i) w.api.push_stream(200, {bookmark(std::to_string(11 + i))});
+  const auto times = request_times(w);
+  REQUIRE(times.size() == 5);
+  for (std::size_t i = 1; i < times.size(); ++i) CHECK(times[i] - times[i - 1] >= std::chrono::milliseconds(500));
+  CHECK(w.metrics.api_throttled.value() == 5);  // and the request that finds the script finished
 }
 
 TEST_CASE("agent: a LIST that keeps failing is retried with backoff, then the watch starts", "[agent]") {

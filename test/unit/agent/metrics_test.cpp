@@ -204,17 +204,19 @@ TEST_CASE("AgentMetrics registers every family of the agent at zero", "[agent]")
            "manifold_agent_reconciles_total{result=\"unchanged\"} 0\n",
            "# TYPE manifold_agent_watch_restarts_total counter\n"
            "manifold_agent_watch_restarts_total{reason=\"closed\"} 0\n"
+           "manifold_agent_watch_restarts_total{reason=\"empty\"} 0\n"
            "manifold_agent_watch_restarts_total{reason=\"error\"} 0\n"
            "manifold_agent_watch_restarts_total{reason=\"expired\"} 0\n",
            "# TYPE manifold_agent_pods_tracked gauge\nmanifold_agent_pods_tracked 0\n",
            "# TYPE manifold_agent_sandboxes_tracked gauge\nmanifold_agent_sandboxes_tracked 0\n",
            "# TYPE manifold_agent_api_requests_total counter\nmanifold_agent_api_requests_total 0\n",
+           "# TYPE manifold_agent_api_throttled_total counter\nmanifold_agent_api_throttled_total 0\n",
        }) {
     CHECK_THAT(text, Catch::Contains(line));
   }
   std::size_t families = 0;
   for (std::size_t at = 0; (at = text.find("# TYPE ", at)) != std::string::npos; ++at) ++families;
-  CHECK(families == 9);
+  CHECK(families == 10);
   CHECK(m.reconcile_duration.upper_bounds().size() == 13);
 
   m.attach_failed.inc();
