@@ -9,6 +9,7 @@
 #include "cni/version.h"
 #include "util/ip.h"
 #include "util/quote.h"
+#include "util/json_error.h"
 
 namespace manifold::cni {
 
@@ -366,7 +367,7 @@ Result decode_result_text(std::string_view text, std::string_view fallback_versi
       return true;
     });
   } catch (const Json::exception& e) {
-    throw CniError(ErrorCode::Decoding, std::string("invalid CNI result: not valid JSON: ") + e.what());
+    throw CniError(ErrorCode::Decoding, "invalid CNI result: " + util::describe_json_error(e));
   }
   return decode_result(j, fallback_version);
 }

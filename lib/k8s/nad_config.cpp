@@ -9,6 +9,7 @@
 #include "k8s/pod.h"
 #include "k8s/selection.h"
 #include "util/utf8.h"
+#include "util/json_error.h"
 
 namespace manifold::k8s {
 namespace {
@@ -115,7 +116,7 @@ std::optional<Json> nad_delegate_config(const Json& nad) {
       return true;
     });
   } catch (const nlohmann::json::exception& e) {
-    fail(shown, std::string("spec.config is not valid JSON: ") + e.what());
+    fail(shown, "spec.config is " + util::describe_json_error(e));
   }
   if (!config.is_object()) fail(shown, "spec.config is a JSON " + std::string(config.type_name()) + ", not an object");
 

@@ -8,6 +8,7 @@
 
 #include "k8s/selection_syntax.h"
 #include "util/ascii.h"
+#include "util/json_error.h"
 
 namespace manifold::k8s::selection_syntax {
 namespace {
@@ -167,7 +168,7 @@ std::vector<SelectionElement> parse_json_form(std::string_view value) {
       return true;
     });
   } catch (const nlohmann::json::exception& e) {
-    fail(std::string(kJsonPrefix) + e.what());
+    fail(std::string(kJsonPrefix) + util::describe_json_error(e));
   }
   if (!doc.is_array()) {
     fail(std::string(kJsonPrefix) + "expected a JSON list of network selection elements, not a JSON " +

@@ -10,6 +10,7 @@
 #include "store/record_text.h"
 #include "util/ifname.h"
 #include "util/quote.h"
+#include "util/json_error.h"
 
 namespace manifold::store {
 
@@ -291,7 +292,7 @@ Json parse_record_json(const std::string& text, const std::string& source) {
   try {
     return Json::parse(text, depth_limit);
   } catch (const Json::exception& e) {
-    throw_corrupt(source, e.what());
+    throw_corrupt(source, util::describe_json_error(e));
   }
 }
 
