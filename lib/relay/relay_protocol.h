@@ -6,9 +6,12 @@
 // refusal: nothing was sent upstream). A frame is a 4-byte big-endian length and that many bytes of
 // JSON. No credentials ever cross the socket: the client leaves its Authorization header out and the
 // agent authenticates with its own. Frame I/O is bounded by a deadline and by size limits on both
-// sides.
+// sides; a frame is read in chunks, so the memory it takes grows with the bytes received, never with
+// the length a peer announces, and a request frame's shape (requests, headers, JSON values) is capped
+// at what a CNI call sends, with margin.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <string>
@@ -19,13 +22,25 @@
 
 namespace manifold::relay {
 
-/// Largest request frame accepted (a pod status PUT with its events fits many times over).
-inline constexpr std::size_t kMaxRequestFrame = 4u << 20;
-/// Largest answer frame accepted (16 pipelined answers of the transport's largest body would not
-/// fit; a pod and its NADs do, many times over).
-inline constexpr std::size_t kMaxAnswerFrame = 48u << 20;
-/// Most requests in one frame.
-inline constexpr std::size_t kMaxRequests = 256;
+/// Largest request frame accepted. The largest a CNI call sends is the status PUT: the pod (the API
+/// server stores objects of at most 1.5 MiB) with its events behind it. A larger frame is refused,
+/// and the call goes directly.
+inline constexpr std::size_t kMaxRequestFrame = 2u << 20;
+/// Largest answer frame the client accepts, and where the agent stops its answer: a pod and its
+/// NADs, or a status PUT's pod and its events, fit many times over.
+inline constexpr std::size_t kMaxAnswerFrame = 8u << 20;
+/// Most requests in one frame: a CNI call sends one GET per distinct NAD of its pod, or the status
+/// PUT with one event per attachment; a pod with more networks than this goes directly.
+inline constexpr std::size_t kMaxRequests = 64;
+/// Most headers of one request (the client sends Accept, Content-Type and User-Agent).
+inline constexpr std::size_t kMaxHeaders = 8;
+/// Most bytes of one request's header names and values together.
+inline constexpr std::size_t kMaxHeaderBytes = 4096;
+/// Longest request target (the API client's URL limit).
+inline constexpr std::size_t kMaxTargetBytes = 2048;
+/// Most JSON values (objects, arrays, strings, numbers…) in a request frame: what kMaxRequests
+/// requests of kMaxHeaders headers hold, so a frame of tiny values cannot build a huge document.
+inline constexpr std::size_t kMaxFrameValues = 16 + kMaxRequests * (8 + 3 * kMaxHeaders);
 /// The protocol's version, sent in every frame; a frame of another version is refused.
 inline constexpr int kVersion = 1;
 
@@ -42,12 +57,51 @@ struct RelayAnswer {
   std::vector<http::BatchOutcome> outcomes;  ///< one per request, in order, when not refused
 };
 
+/// Bytes the relay may hold at once for all its exchanges (request frames being read, answers being
+/// built). Thread-safe.
+class ByteBudget {
+ public:
+  /// A budget of `limit` bytes.
+  explicit ByteBudget(std::size_t limit) : limit_(limit) {}
+  /// Takes `n` bytes; false (nothing taken) when that would exceed the limit.
+  bool take(std::size_t n);
+  /// Gives back `n` bytes taken before.
+  void give(std::size_t n) { used_ -= n; }
+  /// Bytes taken now.
+  std::size_t used() const { return used_; }
+
+ private:
+  std::size_t limit_;
+  std::atomic<std::size_t> used_{0};
+};
+
+/// The share of a ByteBudget one exchange holds, given back on destruction; null budget = unbounded.
+class BudgetHold {
+ public:
+  /// Holds nothing yet of `budget` (which must outlive it; may be null).
+  explicit BudgetHold(ByteBudget* budget) : budget_(budget) {}
+  ~BudgetHold() {
+    if (budget_) budget_->give(held_);
+  }
+  BudgetHold(const BudgetHold&) = delete;
+  BudgetHold& operator=(const BudgetHold&) = delete;
+  /// Takes `n` more bytes; false when the budget is spent.
+  bool grow(std::size_t n);
+
+ private:
+  ByteBudget* budget_;
+  std::size_t held_ = 0;
+};
+
 /// The JSON text of a request frame's payload.
 std::string encode_request(const RelayRequest& request);
 /// Parses a request frame's payload. Throws cni::CniError(Decoding) naming what is wrong: not JSON,
-/// another version, a missing or mistyped field, no requests or more than kMaxRequests, a timeout
-/// outside 1 ms – 10 min.
+/// another version, a missing or mistyped field, no requests or more than kMaxRequests, more than
+/// kMaxFrameValues values, a request of more than kMaxHeaders headers or kMaxHeaderBytes of them, a
+/// target longer than kMaxTargetBytes, a timeout outside 1 ms – 10 min.
 RelayRequest decode_request(const std::string& payload);
+/// The JSON text of one outcome of an answer frame (a response's body moved out of it).
+std::string encode_outcome(http::BatchOutcome&& outcome);
 /// The JSON text of an answer frame's payload.
 std::string encode_answer(const RelayAnswer& answer);
 /// Parses an answer frame's payload for a request of `expected` requests. Throws
@@ -57,9 +111,11 @@ RelayAnswer decode_answer(const std::string& payload, std::size_t expected);
 /// Writes one frame (length prefix and payload) to the stream socket `fd` before `deadline`. Throws
 /// TransportError: Timeout when the deadline passes, Closed when the peer is gone.
 void write_frame(int fd, std::string_view payload, std::chrono::steady_clock::time_point deadline);
-/// Reads one frame of at most `max_bytes` from `fd` before `deadline`. Throws TransportError:
+/// Reads one frame of at most `max_bytes` from `fd` before `deadline`, in chunks: the buffer grows
+/// with the bytes received, each chunk taken from `hold` first when given. Throws TransportError:
 /// Timeout when the deadline passes, Closed when the peer closes first (before or within the frame),
-/// TooLarge when the announced length exceeds `max_bytes`.
-std::string read_frame(int fd, std::size_t max_bytes, std::chrono::steady_clock::time_point deadline);
+/// TooLarge when the announced length exceeds `max_bytes` or `hold`'s budget is spent.
+std::string read_frame(int fd, std::size_t max_bytes, std::chrono::steady_clock::time_point deadline,
+                       BudgetHold* hold = nullptr);
 
 }  // namespace manifold::relay

@@ -1,6 +1,6 @@
 // RelayServer implementation: plain sockets and threads. One thread accepts (poll on the listening
 // socket and a wake-up pipe); each accepted connection gets a worker thread that runs one exchange:
-// peer check, request frame, policy, upstream batch, answer frame. A worker never closes its own
+// peer check, request frame, policy, node scope, upstream waves, answer frame. A worker never closes its own
 // socket: the accepting thread joins finished workers and closes their sockets, so stop() can shut
 // down the socket of every worker still running without racing a descriptor's reuse.
 #include "relay/relay_server.h"
@@ -18,12 +18,15 @@
 #include <filesystem>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "cni/error.h"
+#include "relay/relay_exchange.h"
 #include "relay/relay_policy.h"
 #include "relay/relay_protocol.h"
+#include "relay/relay_scope.h"
 #include "util/log.h"
 #include "util/unique_fd.h"
 
@@ -85,10 +88,17 @@ struct RelayServer::Impl {
   std::mutex mu;  // guards idle and workers
   std::vector<std::unique_ptr<http::HttpTransport>> idle;
   std::list<Worker> workers;
+  ByteBudget budget;
+  std::shared_ptr<RelayScope> scope;
 
   Impl(RelayServerOptions o, TransportFactory u, Authorization a, RelayCounters& c)
-      : options(std::move(o)), upstream(std::move(u)), authorization(std::move(a)), counters(c) {
-    base_path = http::parse_server_url(options.server).base_path;
+      : options(std::move(o)),
+        upstream(std::move(u)),
+        authorization(std::move(a)),
+        counters(c),
+        base_path(http::parse_server_url(options.server).base_path),
+        budget(options.max_buffered_bytes),
+        scope(options.scope ? options.scope : std::make_shared<NodeScope>(options.node_name, base_path)) {
     options.server = http::parse_server_url(options.server).to_string();
     int pipe_fds[2];
     if (::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) fail(cni::ErrorCode::Internal, "pipe: " + errno_text());
@@ -191,51 +201,78 @@ struct RelayServer::Impl {
     if (idle.size() < options.max_connections) idle.push_back(std::move(t));
   }
 
+  /// The request frame of the exchange on `fd` (its bytes held in `hold`), decoded; nothing when it
+  /// was refused or not read.
+  std::optional<relay::RelayRequest> read_request(int fd, BudgetHold& hold) {
+    try {
+      return relay::decode_request(
+          relay::read_frame(fd, relay::kMaxRequestFrame, Clock::now() + options.request_read, &hold));
+    } catch (const http::TransportError& e) {
+      if (e.kind() == http::TransportError::Kind::TooLarge)
+        refuse(fd, e.msg());
+      else
+        util::log_verbose("agent relay: no request read: ", e.msg());
+    } catch (const cni::CniError& e) {
+      refuse(fd, e.msg());
+    }
+    return std::nullopt;
+  }
+
   /// One exchange on the accepted socket `fd`.
   void serve(int fd) {
     ucred peer{};
     socklen_t len = sizeof peer;
     if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || peer.uid != options.allowed_uid)
       return refuse(fd, "peer uid " + std::to_string(peer.uid) + " is not allowed");
-    relay::RelayRequest request;
-    try {
-      request =
-          relay::decode_request(relay::read_frame(fd, relay::kMaxRequestFrame, Clock::now() + options.request_read));
-    } catch (const http::TransportError& e) {
-      if (e.kind() == http::TransportError::Kind::TooLarge)
-        refuse(fd, e.msg());
-      else
-        util::log_verbose("agent relay: no request read: ", e.msg());
-      return;
-    } catch (const cni::CniError& e) {
-      return refuse(fd, e.msg());
-    }
-    if (request.server != options.server)
+    BudgetHold hold(&budget);
+    std::optional<relay::RelayRequest> request = read_request(fd, hold);
+    if (!request) return;
+    if (request->server != options.server)
       return refuse(fd,
-                    "this agent serves the API server " + options.server + ", not " + request.server.substr(0, 300));
-    for (http::HttpRequest& r : request.requests) {
+                    "this agent serves the API server " + options.server + ", not " + request->server.substr(0, 300));
+    for (http::HttpRequest& r : request->requests) {
       if (std::string why = relay_refusal(r, base_path); !why.empty()) return refuse(fd, why);
       r.headers = relay_headers(r.headers);
     }
-    relay::RelayAnswer answer;
+    ExchangeResult result;
     try {
-      std::string auth = authorization();
-      if (!auth.empty())
-        for (http::HttpRequest& r : request.requests) r.headers.emplace_back("Authorization", auth);
-      auto transport = take_transport();
-      answer.outcomes = transport->send_batch(request.requests, std::min(request.timeout, options.max_exchange));
-      give_back(std::move(transport));
+      result = send_upstream(request->requests, std::min(request->timeout, options.max_exchange), hold);
     } catch (const cni::CniError& e) {
       return refuse(fd, "the agent cannot send it: " + e.msg());
     } catch (const std::exception& e) {
       return refuse(fd, std::string("the agent cannot send it: ") + e.what());
     }
+    if (!result.refused.empty()) return refuse(fd, result.refused);
     counters.answered();
     try {
-      relay::write_frame(fd, relay::encode_answer(answer), Clock::now() + kAnswerWrite);
+      relay::write_frame(fd, result.payload, Clock::now() + kAnswerWrite);
     } catch (const http::TransportError& e) {
       util::log_verbose("agent relay: answer not delivered: ", e.msg());
     }
+  }
+
+  /// The node scope's verdict, then the requests through an upstream transport of the pool.
+  ExchangeResult send_upstream(std::vector<http::HttpRequest>& requests, std::chrono::milliseconds timeout,
+                               BudgetHold& hold) {
+    auto deadline = Clock::now() + timeout;
+    std::string auth = authorization();
+    auto transport = take_transport();
+    bool check_answers = false;
+    std::string why = scope->authorize(requests, *transport, auth, timeout, check_answers);
+    if (!why.empty()) {
+      give_back(std::move(transport));
+      return {"", why};
+    }
+    if (!auth.empty())
+      for (http::HttpRequest& r : requests) r.headers.emplace_back("Authorization", auth);
+    AnswerCheck check;
+    if (check_answers)
+      check = [this](const http::HttpRequest& r, const http::BatchOutcome& o) { return scope->check_answer(r, o); };
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    ExchangeResult result =
+        run_exchange(*transport, requests, std::max(left, std::chrono::milliseconds(1)), options.wave, hold, check);
+    give_back(std::move(transport));
+    return result;
   }
 
   void stop() {

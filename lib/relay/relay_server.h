@@ -3,10 +3,13 @@
 // own (TLS already set up, sessions warm), authenticated with its own credentials. A CNI call then
 // pays a local socket round trip instead of a TLS context and handshake. Each connection carries one
 // exchange (relay/relay_protocol.h). The agent answers only a peer whose uid is allowed (root), only
-// for its own API server, and only the calls of relay_policy.h; anything else gets a refusal, which
-// tells the client that nothing was sent so it may go to the API server directly. Connections are
-// bounded in number (a refusal past the cap), in size and in time; stop() ends every exchange in
-// flight within its time bound, joins every thread and removes the socket file it created.
+// for its own API server, only the calls of relay_policy.h and only for pods of its own node
+// (relay_scope.h); anything else gets a refusal, which tells the client that nothing was sent so it
+// may go to the API server directly. Connections are bounded in number (a refusal past the cap), in
+// size, in time and in memory: frames are read as their bytes arrive, all exchanges together hold at
+// most max_buffered_bytes of frames, and an answer stops at the client's frame limit
+// (relay_exchange.h). stop() ends every exchange in flight within its time bound, joins every thread
+// and removes the socket file it created.
 #pragma once
 
 #include <sys/types.h>
@@ -18,6 +21,7 @@
 #include <string>
 
 #include "http/http.h"
+#include "relay/relay_scope.h"
 
 namespace manifold::relay {
 
@@ -29,6 +33,12 @@ struct RelayServerOptions {
   std::size_t max_connections = 32;  ///< exchanges at once; past it, a refusal
   std::chrono::milliseconds request_read{5000};   ///< bound of reading a request frame after accept
   std::chrono::milliseconds max_exchange{30000};  ///< longest upstream time granted to one exchange
+  std::string node_name;                          ///< this node: only its pods are served ("" serves none)
+  std::shared_ptr<RelayScope> scope;              ///< which exchanges are served; null: a NodeScope of node_name
+  /// Bytes of request frames being read and answers being built, all exchanges together; past it, a
+  /// refusal (two answers of the client's largest size, and many ordinary exchanges at once).
+  std::size_t max_buffered_bytes = 16u << 20;
+  std::size_t wave = 8;  ///< most requests of an exchange in flight upstream at once
 };
 
 /// Where the relay counts its exchanges (the agent exports the counts as metrics: agent/metrics.h).

@@ -52,8 +52,12 @@ util::UniqueFd connect_agent(const std::string& path, std::string& why) {
 
 }  // namespace
 
-RelayTransport::RelayTransport(std::string socket_path, std::string server, DirectFactory direct)
-    : socket_path_(std::move(socket_path)), server_(std::move(server)), open_direct_(std::move(direct)) {}
+RelayTransport::RelayTransport(std::string socket_path, std::string server, DirectFactory direct,
+                               std::shared_ptr<AgentTrust> trust)
+    : socket_path_(std::move(socket_path)),
+      server_(std::move(server)),
+      open_direct_(std::move(direct)),
+      trust_(trust ? std::move(trust) : std::make_shared<OwnerTrust>(0)) {}
 
 RelayTransport::~RelayTransport() = default;
 
@@ -74,9 +78,12 @@ std::vector<http::BatchOutcome> RelayTransport::send_batch(const std::vector<htt
                                                            std::chrono::milliseconds timeout) {
   if (!use_agent_) return direct().send_batch(requests, timeout);
   auto deadline = Clock::now() + timeout;
+  if (std::string why = trust_->check_socket(socket_path_); !why.empty())
+    return fall_back("not trusted: " + why, requests, timeout);
   std::string why;
   util::UniqueFd fd = connect_agent(socket_path_, why);
   if (!fd.valid()) return fall_back(why, requests, timeout);
+  if (why = trust_->check_peer(fd.get()); !why.empty()) return fall_back("not trusted: " + why, requests, timeout);
   relay::RelayRequest frame{server_, agent_bound(timeout), {}};
   for (const http::HttpRequest& r : requests) {
     http::HttpRequest copy{r.method, r.target, {}, r.body};

@@ -1,8 +1,10 @@
 // The CNI side of the agent relay: an HttpTransport that hands each batch of API requests to the node
 // agent over its Unix socket (relay/relay_protocol.h) and, whenever the agent is not there to take it,
 // sends it directly instead. "Not there" is anything that proves nothing was sent upstream: no socket,
-// connection refused, the request frame not delivered, or the agent's refusal (another API server, a
-// call it does not relay, its credentials unusable, busy). From then on the invocation goes direct.
+// connection refused, a socket or a peer that is not root's (relay_trust.h: checked before anything
+// is sent), the request frame not delivered, or the agent's refusal (another API server, a call it
+// does not relay, a pod not of its node, its credentials unusable, busy, an answer that would not
+// fit). From then on the invocation goes direct.
 // Once a frame is delivered, a missing or garbled answer is not a reason to send the same requests
 // again behind the agent's back: each request then fails as a closed connection would (retryable,
 // so the API client's retry policy decides, over the direct path). The Authorization header never
@@ -15,6 +17,7 @@
 #include <string>
 
 #include "http/http.h"
+#include "relay/relay_trust.h"
 
 namespace manifold::relay {
 
@@ -24,8 +27,10 @@ class RelayTransport final : public http::HttpTransport {
   /// Opens the direct transport, on first need only.
   using DirectFactory = std::function<std::unique_ptr<http::HttpTransport>()>;
   /// Relays to the agent listening on `socket_path` the requests meant for the API server `server`
-  /// (its URL). Opens nothing yet.
-  RelayTransport(std::string socket_path, std::string server, DirectFactory direct);
+  /// (its URL), trusting the socket and its peer as `trust` says (null: OwnerTrust of root). Opens
+  /// nothing yet.
+  RelayTransport(std::string socket_path, std::string server, DirectFactory direct,
+                 std::shared_ptr<AgentTrust> trust = nullptr);
   ~RelayTransport() override;
 
   /// One request: relay_batch of one.
@@ -51,6 +56,7 @@ class RelayTransport final : public http::HttpTransport {
   std::string socket_path_;
   std::string server_;
   DirectFactory open_direct_;
+  std::shared_ptr<AgentTrust> trust_;
   std::unique_ptr<http::HttpTransport> direct_;
   bool use_agent_ = true;
   int relayed_ = 0;

@@ -23,8 +23,8 @@ namespace {
 /// The API relay for CNI calls on this node, with the agent's credentials; none when it is turned
 /// off, when there are no credentials (the loop reports that) or when it cannot be served (logged:
 /// CNI calls then go to the API server directly, as without an agent).
-void start_relay(const AgentCommandOptions& o, const engine::Services& services, agent::RelayMetrics& metrics,
-                 std::optional<relay::RelayServer>& server) {
+void start_relay(const AgentCommandOptions& o, const std::string& node, const engine::Services& services,
+                 agent::RelayMetrics& metrics, std::optional<relay::RelayServer>& server) {
   if (o.relay_socket.empty()) return;
   try {
     std::optional<http::ClusterAuth> auth = services.find_auth(o.kubeconfig);
@@ -32,6 +32,7 @@ void start_relay(const AgentCommandOptions& o, const engine::Services& services,
     relay::RelayServerOptions options;
     options.socket_path = o.relay_socket;
     options.server = auth->server;
+    options.node_name = node;
     auto upstream = [&services, auth = *auth] { return services.open_transport(auth, ""); };
     auto authorization = [files = services.files, auth = *auth] {
       std::string token = k8s::read_bearer_token(auth, *files);
@@ -87,7 +88,7 @@ int run_agent(const AgentCommandOptions& o) {
   util::log_verbose("agent: /metrics and /healthz on ", o.metrics_address, " (port ", server->port(), ")");
   agent::RelayMetrics relay_metrics(registry);
   std::optional<relay::RelayServer> relay_server;
-  start_relay(o, services, relay_metrics, relay_server);
+  start_relay(o, options.node_name, services, relay_metrics, relay_server);
 
   std::thread installer;
   if (!o.no_install) {

@@ -1,8 +1,8 @@
 // Fuzz target: the node agent's relay frames, from both sides. The input is a frame's payload as the
 // agent reads it from a CNI call (decode_request, then the allowlist on every request) and as a CNI
 // call reads the agent's answer (decode_answer for one to three requests). Checks: only CniError
-// escapes the decoders, the allowlist never throws, and a request that decodes survives a round
-// trip through encode_request unchanged.
+// escapes the decoders, neither the allowlist nor the node scope (an Event's body is read) throws,
+// and a request that decodes survives a round trip through encode_request unchanged.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -10,6 +10,7 @@
 #include "fuzz_common.h"
 #include "relay/relay_policy.h"
 #include "relay/relay_protocol.h"
+#include "relay/relay_scope.h"
 
 using namespace manifold;
 
@@ -32,6 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)relay::relay_refusal(r, "");
       (void)relay::relay_refusal(r, "/k8s/clusters/c-1");
       (void)relay::relay_headers(r.headers);
+      std::string why;
+      (void)relay::scope_of(r, "", "node-a", why);
     }
     relay::RelayRequest again = relay::decode_request(relay::encode_request(request));
     if (again.server != request.server || again.timeout != request.timeout ||

@@ -86,6 +86,16 @@ struct Counts final : RelayCounters {
   void refused() override { ++refused_n; }
 };
 
+/// Serves every exchange (the node rule has tests of its own: relay_scope_test.cpp).
+struct AllowAll final : relay::RelayScope {
+  std::string authorize(const std::vector<HttpRequest>&, HttpTransport&, const std::string&, std::chrono::milliseconds,
+                        bool& check_answers) override {
+    check_answers = false;
+    return "";
+  }
+  std::string check_answer(const HttpRequest&, const BatchOutcome&) override { return ""; }
+};
+
 /// A relay in a temporary directory with a scripted upstream, and a client with a scripted direct path.
 struct Fixture {
   TempDir dir;
@@ -102,6 +112,7 @@ struct Fixture {
     options.socket_path = socket;
     if (options.server.empty()) options.server = kServer;
     if (options.allowed_uid == 0) options.allowed_uid = ::getuid();
+    if (!options.scope && options.node_name.empty()) options.scope = std::make_shared<AllowAll>();
     server.emplace(
         options,
         [this] {
@@ -116,10 +127,13 @@ struct Fixture {
   }
 
   RelayTransport client(const std::string& server_url = kServer) {
-    return RelayTransport(socket, server_url, [this] {
-      ++direct_opened;
-      return std::unique_ptr<HttpTransport>(std::make_unique<Forward<FakeHttpTransport>>(direct));
-    });
+    return RelayTransport(
+        socket, server_url,
+        [this] {
+          ++direct_opened;
+          return std::unique_ptr<HttpTransport>(std::make_unique<Forward<FakeHttpTransport>>(direct));
+        },
+        std::make_shared<relay::OwnerTrust>(::getuid()));
   }
 };
 
@@ -427,6 +441,7 @@ TEST_CASE("relay: concurrent CNI calls each get their own answers", "[relay]") {
   options.socket_path = socket;
   options.server = kServer;
   options.allowed_uid = ::getuid();
+  options.scope = std::make_shared<AllowAll>();
   RelayServer server(
       options,
       [&] {
@@ -439,10 +454,13 @@ TEST_CASE("relay: concurrent CNI calls each get their own answers", "[relay]") {
   std::atomic<int> wrong{0}, direct{0};
   for (int c = 0; c < kCallers; ++c)
     callers.emplace_back([&, c] {
-      RelayTransport client(socket, kServer, [&] {
-        ++direct;
-        return std::unique_ptr<HttpTransport>(std::make_unique<Forward<Echo>>(echo));
-      });
+      RelayTransport client(
+          socket, kServer,
+          [&] {
+            ++direct;
+            return std::unique_ptr<HttpTransport>(std::make_unique<Forward<Echo>>(echo));
+          },
+          std::make_shared<relay::OwnerTrust>(::getuid()));
       for (int b = 0; b < kBatches; ++b) {
         std::string pod = "/api/v1/namespaces/ns" + std::to_string(c) + "/pods/p" + std::to_string(b);
         auto outcomes = client.send_batch({get(pod), get(kNad)}, 10s);
