@@ -1,8 +1,8 @@
 // RelayServer implementation: plain sockets and threads. One thread accepts (poll on the listening
 // socket and a wake-up pipe); each accepted connection gets a worker thread that runs one exchange:
-// peer check, request frame, policy, node scope, upstream waves, answer frame. A worker never closes its own
-// socket: the accepting thread joins finished workers and closes their sockets, so stop() can shut
-// down the socket of every worker still running without racing a descriptor's reuse.
+// peer check, request frame, policy, node scope, upstream waves, answer frame. A worker never
+// closes its own socket: the accepting thread joins finished workers and closes their sockets, so
+// stop() can shut down the socket of every worker still running without racing a descriptor's reuse.
 #include "relay/relay_server.h"
 
 #include <fcntl.h>
@@ -89,6 +89,7 @@ struct RelayServer::Impl {
   std::vector<std::unique_ptr<http::HttpTransport>> idle;
   std::list<Worker> workers;
   ByteBudget budget;
+  InFlight in_flight;
   std::shared_ptr<RelayScope> scope;
 
   Impl(RelayServerOptions o, TransportFactory u, Authorization a, RelayCounters& c)
@@ -98,6 +99,7 @@ struct RelayServer::Impl {
         counters(c),
         base_path(http::parse_server_url(options.server).base_path),
         budget(options.max_buffered_bytes),
+        in_flight(options.max_in_flight),
         scope(options.scope ? options.scope : std::make_shared<NodeScope>(options.node_name, base_path)) {
     options.server = http::parse_server_url(options.server).to_string();
     int pipe_fds[2];
@@ -269,8 +271,8 @@ struct RelayServer::Impl {
     if (check_answers)
       check = [this](const http::HttpRequest& r, const http::BatchOutcome& o) { return scope->check_answer(r, o); };
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    ExchangeResult result =
-        run_exchange(*transport, requests, std::max(left, std::chrono::milliseconds(1)), options.wave, hold, check);
+    ExchangeResult result = run_exchange(*transport, requests, std::max(left, std::chrono::milliseconds(1)),
+                                         options.wave, hold, check, &in_flight);
     give_back(std::move(transport));
     return result;
   }

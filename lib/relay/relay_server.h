@@ -38,7 +38,8 @@ struct RelayServerOptions {
   /// Bytes of request frames being read and answers being built, all exchanges together; past it, a
   /// refusal (two answers of the client's largest size, and many ordinary exchanges at once).
   std::size_t max_buffered_bytes = 16u << 20;
-  std::size_t wave = 8;  ///< most requests of an exchange in flight upstream at once
+  std::size_t wave = 8;            ///< most requests of an exchange in flight upstream at once
+  std::size_t max_in_flight = 16;  ///< most requests of all exchanges in flight upstream at once
 };
 
 /// Where the relay counts its exchanges (the agent exports the counts as metrics: agent/metrics.h).

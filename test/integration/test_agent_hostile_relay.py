@@ -6,7 +6,8 @@ Memory: the agent's peak RSS (VmHWM) stays within BOUND_MB of what it was before
   * 32 connections that each send only a frame length (the largest allowed) and nothing more;
   * one frame, just under the size limit, made of tiny headers (a huge JSON document);
   * one small frame asking for 64 GETs of a 512 KiB NetworkAttachmentDefinition (an answer far
-    past the client's frame limit); and the issue's 256 GETs, refused outright —
+    past the client's frame limit), and 16 connections asking it at once; and the issue's 256
+    GETs, refused outright —
 and it answers a legitimate exchange after each.
 Scope: the relay acts only for pods of its node: a GET of a pod of another node, a status PUT or an
 Event for it, and a NAD GET in a namespace with no pod on this node are refused (counted as
@@ -22,6 +23,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True
@@ -29,7 +31,7 @@ sys.dont_write_bytecode = True
 from agent_case import NODE, AgentTestCase  # noqa: E402
 from harness import main  # noqa: E402
 from k8s_case import nad_path, pod_path  # noqa: E402
-from relay_frames import FAKE_LISTENER, exchange, peak_rss_mb, request_frame, wait_closed  # noqa: E402
+from relay_frames import EXCHANGE_SECONDS, FAKE_LISTENER, exchange, peak_rss_mb, request_frame, wait_closed  # noqa: E402
 
 REFUSED = 'manifold_agent_relay_exchanges_total{result="refused"}'
 ANSWERED = 'manifold_agent_relay_exchanges_total{result="answered"}'
@@ -133,6 +135,37 @@ class HostileRelayTest(AgentTestCase):
         sent = [e for e in self.requests() if e["path"].endswith("/big")]
         self.assertLess(len(sent), 64, "the agent kept asking after its answer was full")
         self.assertRefused(exchange(self.relay_socket, self.frame([big] * 256)), "more than 64")
+        self.assertStillAnswers()
+
+    def at_once(self, frame, connections):
+        """The answers of `connections` exchanges of `frame` made at the same time."""
+        answers = [None] * connections
+
+        def ask(i):
+            answers[i] = exchange(self.relay_socket, frame)
+
+        threads = [threading.Thread(target=ask, args=(i,)) for i in range(connections)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(EXCHANGE_SECONDS)
+        return answers
+
+    def test_many_connections_asking_big_objects_at_once(self):
+        # The same 16 exchanges at once with small answers first: what the connections, threads and
+        # upstream transports cost is then in the baseline, and only the answers' size is measured.
+        self.api.add_nad("default", "small", {"cniVersion": "1.0.0", "type": "bridge"})
+        self.api.add_nad("default", "big", {"cniVersion": "1.0.0", "type": "bridge", "pad": "x" * BIG_NAD_BYTES})
+        small = {"method": "GET", "target": nad_path("default", "small"), "headers": [], "body": ""}
+        big = {"method": "GET", "target": nad_path("default", "big"), "headers": [], "body": ""}
+        self.assertStillAnswers()
+        for answer in self.at_once(self.frame([small] * 64), 16):  # answered, or refused when busy
+            self.assertTrue("outcomes" in answer or "refused" in answer, brief(answer))
+        before = peak_rss_mb(self.agent.pid)
+        answers = self.at_once(self.frame([big] * 64), 16)
+        self.assertPeakWithin(before, "16 connections of 64 GETs of a 512 KiB NAD at once")
+        for answer in answers:
+            self.assertRefused(answer)
         self.assertStillAnswers()
 
     # ---- scope -----------------------------------------------------------------------------------

@@ -166,3 +166,21 @@ TEST_CASE("relay limits: an answer check refuses a GET-only exchange", "[relay]"
                                     [](const HttpRequest&, const BatchOutcome&) { return std::string("not here"); });
   CHECK(result.refused == "not here");
 }
+
+TEST_CASE("relay limits: requests in flight of all exchanges together are capped", "[relay]") {
+  relay::InFlight in_flight(8);
+  REQUIRE(in_flight.take(8, std::chrono::steady_clock::now()));
+  CHECK_FALSE(in_flight.take(1, std::chrono::steady_clock::now()));
+  FakeHttpTransport upstream;
+  relay::BudgetHold hold(nullptr);
+  // Every slot taken by other exchanges: nothing is sent, and GETs alone are refused.
+  auto result = relay::run_exchange(upstream, batch(2).requests, 50ms, 8, hold, {}, &in_flight);
+  CHECK_THAT(result.refused, Catch::Contains("in flight"));
+  CHECK(upstream.requests().empty());
+  in_flight.give(8);
+  upstream.push_response(200, "{}");
+  upstream.push_response(200, "{}");
+  result = relay::run_exchange(upstream, batch(2).requests, 1000ms, 8, hold, {}, &in_flight);
+  CHECK(result.refused.empty());
+  CHECK(in_flight.take(8, std::chrono::steady_clock::now()));  // every slot given back
+}
