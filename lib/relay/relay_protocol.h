@@ -3,7 +3,8 @@
 // instead of a TLS connection of the invocation's own. One connection carries one exchange: the client
 // writes one request frame (the batch of HTTP requests, the API server they are meant for and the
 // time they may take), the agent writes one answer frame (one outcome per request, in order, or a
-// refusal: nothing was sent upstream). A frame is a 4-byte big-endian length and that many bytes of
+// refusal: nothing that changes state was sent upstream — at most GETs, which the client may send
+// again directly). A frame is a 4-byte big-endian length and that many bytes of
 // JSON. No credentials ever cross the socket: the client leaves its Authorization header out and the
 // agent authenticates with its own. Frame I/O is bounded by a deadline and by size limits on both
 // sides; a frame is read in chunks, so the memory it takes grows with the bytes received, never with
@@ -51,7 +52,7 @@ struct RelayRequest {
   std::vector<http::HttpRequest> requests;  ///< without an Authorization header
 };
 
-/// What the agent answers: a refusal (nothing sent upstream), or one outcome per request.
+/// What the agent answers: a refusal (nothing sent upstream but GETs), or one outcome per request.
 struct RelayAnswer {
   std::string refused;                       ///< why the agent declined the whole request; "" when it did not
   std::vector<http::BatchOutcome> outcomes;  ///< one per request, in order, when not refused

@@ -54,7 +54,7 @@ sockaddr_un address_of(const std::string& path) {
   return addr;
 }
 
-/// Writes a refusal; the client is told nothing was sent upstream.
+/// Writes a refusal; the client is told nothing but GETs was sent upstream.
 void write_refusal(int fd, const std::string& why, std::chrono::milliseconds bound) {
   relay::RelayAnswer answer;
   answer.refused = why;

@@ -1,10 +1,10 @@
 // The CNI side of the agent relay: an HttpTransport that hands each batch of API requests to the node
 // agent over its Unix socket (relay/relay_protocol.h) and, whenever the agent is not there to take it,
-// sends it directly instead. "Not there" is anything that proves nothing was sent upstream: no socket,
-// connection refused, a socket or a peer that is not root's (relay_trust.h: checked before anything
-// is sent), the request frame not delivered, or the agent's refusal (another API server, a call it
-// does not relay, a pod not of its node, its credentials unusable, busy, an answer that would not
-// fit). From then on the invocation goes direct.
+// sends it directly instead. "Not there" is anything that proves nothing but GETs (harmless to send
+// again) was sent upstream: no socket, connection refused, a socket or a peer that is not root's
+// (relay_trust.h: checked before anything is sent), the request frame not delivered, or the agent's
+// refusal (another API server, a call it does not relay, a pod not of its node, its credentials
+// unusable, busy, an answer that would not fit). From then on the invocation goes direct.
 // Once a frame is delivered, a missing or garbled answer is not a reason to send the same requests
 // again behind the agent's back: each request then fails as a closed connection would (retryable,
 // so the API client's retry policy decides, over the direct path). The Authorization header never
