@@ -9,7 +9,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-const char* const kNotSent = "not sent by the node agent: the answers before it filled the relay's answer frame";
+const char* const kNotSent =
+    "not sent by the node agent: its answer frame was full, or its requests in flight at their limit";
 const char* const kDropped = "sent by the node agent, but its answer did not fit in the relay's answer frame";
 
 http::BatchOutcome failed(const char* why) { return http::TransportError(http::TransportError::Kind::Closed, why); }

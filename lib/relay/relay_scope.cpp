@@ -63,7 +63,7 @@ std::vector<std::string> strings_at(const std::string& body, const std::string& 
   return sax.at(path);
 }
 
-std::vector<std::string_view> segments(std::string_view path) {
+std::vector<std::string_view> split_path(std::string_view path) {
   std::vector<std::string_view> out;
   std::size_t start = 1;
   while (start <= path.size()) {
@@ -99,7 +99,7 @@ std::optional<RequestScope> scope_of(const http::HttpRequest& request, std::stri
                                      std::string_view node, std::string& why) {
   std::string_view target = std::string_view(request.target).substr(base_path.size());
   std::size_t q = target.find('?');
-  std::vector<std::string_view> seg = segments(target.substr(0, q));
+  std::vector<std::string_view> seg = split_path(target.substr(0, q));
   if (seg.size() == 4 && seg[3] == "resourceslices") {
     std::string selector = "fieldSelector=" + util::percent_encode("spec.nodeName=" + std::string(node), "-._~");
     std::string_view query = q == std::string_view::npos ? "" : target.substr(q + 1);

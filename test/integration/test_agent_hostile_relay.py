@@ -2,7 +2,7 @@
 """The node agent's API relay under a hostile root peer: a real `manifold agent` against the API
 server double, spoken to directly on its Unix socket with hand-made frames (relay_frames.py).
 
-Memory: the agent's peak RSS (VmHWM) stays within BOUND_MB of what it was before each attack —
+Memory: the agent's peak RSS (VmHWM) stays within a bound of what it was before each attack —
   * 32 connections that each send only a frame length (the largest allowed) and nothing more;
   * one frame, just under the size limit, made of tiny headers (a huge JSON document);
   * one small frame asking for 64 GETs of a 512 KiB NetworkAttachmentDefinition (an answer far
@@ -35,9 +35,13 @@ from relay_frames import EXCHANGE_SECONDS, FAKE_LISTENER, exchange, peak_rss_mb,
 
 REFUSED = 'manifold_agent_relay_exchanges_total{result="refused"}'
 ANSWERED = 'manifold_agent_relay_exchanges_total{result="answered"}'
-# Growth of the agent's peak RSS an attack may cause. Measured growth with the fix: under 10 MB
-# for each attack (ASan build); without it: 60 to 300 MB.
+# Growth of the agent's peak RSS one attack may cause. Measured with the bounds: +2 to +12 MB (release
+# build), +5 to +20 MB (ASan build); without them: +60 to +135 MB.
 BOUND_MB = 32
+# Growth 16 attacking exchanges at once may cause over the same exchanges with small answers: the
+# relay's 16 MiB budget for frames, and 16 answers of 512 KiB in flight, each in the transport's
+# buffer, its body and its encoded piece (24 MiB). Measured: +22 MB (release), +23 to +33 MB (ASan).
+AT_ONCE_BOUND_MB = 48
 BIG_NAD_BYTES = 512 << 10
 # The largest request frame the relay reads (relay/relay_protocol.h kMaxRequestFrame).
 MAX_REQUEST_FRAME = 2 << 20
@@ -86,10 +90,10 @@ class HostileRelayTest(AgentTestCase):
         for word in words:
             self.assertIn(word, answer["refused"])
 
-    def assertPeakWithin(self, before, what):
+    def assertPeakWithin(self, before, what, bound=BOUND_MB):
         peak = peak_rss_mb(self.agent.pid)
         print("%s: agent peak RSS %.1f MB (%.1f MB before)" % (what, peak, before), file=sys.stderr)
-        self.assertLessEqual(peak, before + BOUND_MB, "%s: the agent's peak RSS grew from %.1f to %.1f MB" % (
+        self.assertLessEqual(peak, before + bound, "%s: the agent's peak RSS grew from %.1f to %.1f MB" % (
             what, before, peak))
 
     # ---- memory ----------------------------------------------------------------------------------
@@ -163,7 +167,7 @@ class HostileRelayTest(AgentTestCase):
             self.assertTrue("outcomes" in answer or "refused" in answer, brief(answer))
         before = peak_rss_mb(self.agent.pid)
         answers = self.at_once(self.frame([big] * 64), 16)
-        self.assertPeakWithin(before, "16 connections of 64 GETs of a 512 KiB NAD at once")
+        self.assertPeakWithin(before, "16 connections of 64 GETs of a 512 KiB NAD at once", AT_ONCE_BOUND_MB)
         for answer in answers:
             self.assertRefused(answer)
         self.assertStillAnswers()
