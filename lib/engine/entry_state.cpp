@@ -1,5 +1,5 @@
-// Implementation of the entry's self-description: the "state", "config" and "runtimeArgs" keys of
-// the entry's extra object.
+// Implementation of the entry's self-description: the "state", "config", "runtimeArgs" and
+// "netnsIdentity" keys of the entry's extra object.
 #include "engine/entry_state.h"
 
 #include "cni/error.h"
@@ -13,6 +13,7 @@ namespace {
 constexpr const char* kState = store::kEntryStateKey;
 constexpr const char* kConfig = "config";
 constexpr const char* kRuntimeArgs = "runtimeArgs";
+constexpr const char* kNetnsIdentity = "netnsIdentity";
 
 const char* state_name(EntryState state) {
   switch (state) {
@@ -63,6 +64,26 @@ std::optional<cni::PodRef> entry_pod(const store::ContainerRecord& record) {
   cni::PodRef ref = cni::pod_ref_from(cni::CniArgs::parse(*args));
   if (!ref.known()) return std::nullopt;
   return ref;
+}
+
+void record_netns_identity(store::ContainerRecord& record, const netlink::NetnsIdentity& identity) {
+  record.extra[kNetnsIdentity] = {{"dev", identity.dev}, {"ino", identity.ino}};
+}
+
+std::optional<netlink::NetnsIdentity> recorded_netns_identity(const store::ContainerRecord& record) {
+  auto it = record.extra.find(kNetnsIdentity);
+  if (it == record.extra.end()) return std::nullopt;
+  auto field = [&](const char* name) {
+    auto f = it->find(name);
+    if (f == it->end() || !f->is_number_unsigned())
+      throw cni::CniError(cni::ErrorCode::Decoding, "the cache entry " + record.key().str() + " records a \"" +
+                                                        kNetnsIdentity + "\" without an unsigned \"" + name + "\"");
+    return f->get<std::uint64_t>();
+  };
+  if (!it->is_object())
+    throw cni::CniError(cni::ErrorCode::Decoding, "the cache entry " + record.key().str() + " records a \"" +
+                                                      kNetnsIdentity + "\" that is not an object");
+  return netlink::NetnsIdentity{field("dev"), field("ino")};
 }
 
 std::optional<cni::Invocation> recorded_invocation(const store::ContainerRecord& record) {

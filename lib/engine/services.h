@@ -18,6 +18,7 @@
 #include "http/kubeconfig.h"
 #include "http/retry.h"
 #include "netlink/net_ops.h"
+#include "netlink/netns.h"
 #include "store/cache.h"
 #include "util/clock.h"
 #include "util/file_reader.h"
@@ -33,6 +34,9 @@ struct Services {
   std::function<std::unique_ptr<store::Cache>(const std::string& dir)> open_cache;
   /// Opens netlink operations inside a network namespace path.
   std::function<std::unique_ptr<netlink::NetOps>(const std::string& netns)> open_netns;
+  /// The identity of the network namespace a path names now (netlink::netns_identity); nullopt when
+  /// the path does not exist. Unset: identities are unknown (none recorded, none compared).
+  std::function<std::optional<netlink::NetnsIdentity>(const std::string& netns)> netns_identity;
   /// Opens an iptables runner inside a network namespace path, with the legacy lock wait in seconds
   /// (network scoping; only called for attachments with a mesh). Unset: the node's iptables.
   std::function<std::unique_ptr<firewall::IptablesRunner>(const std::string& netns, int lock_wait_seconds)>

@@ -151,6 +151,14 @@ void AttachTransaction::run_attachment(const Attachment& a, const scoping::Scopi
 
 void AttachTransaction::mark_complete() {
   set_entry_state(record_, EntryState::Complete);
+  // The namespace the ADD worked in, so that a hot-plug can refuse a path that names another now.
+  // Without it the agent refuses hot-plugs into a /proc/<pid>/ns/net path: the ADD itself succeeded.
+  try {
+    if (services_.netns_identity)
+      if (auto identity = services_.netns_identity(inv_.netns)) record_netns_identity(record_, *identity);
+  } catch (const CniError& e) {
+    util::log_warning("cannot record the identity of network namespace ", inv_.netns, ": ", e.msg());
+  }
   save();
 }
 

@@ -1,5 +1,5 @@
-// Implementation of NetnsFile (open + validate a namespace file) and NetnsGuard (setns in, setns
-// back or abort).
+// Implementation of NetnsFile (open + validate a namespace file, its identity) and NetnsGuard
+// (setns in, setns back or abort).
 #include "netlink/netns.h"
 
 #include <fcntl.h>
@@ -120,6 +120,23 @@ bool NetnsFile::same_namespace(const NetnsFile& other) const {
   struct stat b {};
   if (::fstat(fd_.get(), &a) != 0 || ::fstat(other.fd_.get(), &b) != 0) return false;
   return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+NetnsIdentity NetnsFile::identity() const {
+  struct stat st {};
+  if (::fstat(fd_.get(), &st) != 0) {
+    const int err = errno;
+    throw CniError(ErrorCode::InvalidEnv, "cannot stat network namespace " + path_ + ": " + errno_text(err));
+  }
+  return {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
+}
+
+std::string NetnsIdentity::str() const { return std::to_string(dev) + ":" + std::to_string(ino); }
+
+std::optional<NetnsIdentity> netns_identity(const std::string& path) {
+  std::optional<NetnsFile> file = NetnsFile::open_if_exists(path);
+  if (!file) return std::nullopt;
+  return file->identity();
 }
 
 NetnsGuard::NetnsGuard(const NetnsFile& target) : original_(NetnsFile::current()) {

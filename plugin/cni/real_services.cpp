@@ -8,6 +8,7 @@
 #include "http/beast_transport.h"
 #include "http/tls_session_store.h"
 #include "kubelet/pod_resources.h"
+#include "netlink/netns.h"
 #include "netlink/real_net_ops.h"
 #include "relay/relay_transport.h"
 #include "store/cache.h"
@@ -27,6 +28,7 @@ engine::Services real_services(exec::ProcessRunner& runner) {
   s.open_netns = [](const std::string& path) -> std::unique_ptr<netlink::NetOps> {
     return std::make_unique<netlink::RealNetOps>(path);
   };
+  s.netns_identity = netlink::netns_identity;
   s.open_iptables = [](const std::string& netns, int wait) -> std::unique_ptr<firewall::IptablesRunner> {
     firewall::RealIptablesRunner::Options options;
     options.netns_path = netns;
