@@ -3,7 +3,9 @@
 
 #include <optional>
 #include <set>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "cni/error.h"
 #include "http/tls_session_store.h"
@@ -29,6 +31,14 @@ std::optional<k8s::Pod> decoded_pod(const Json& object) {
   }
 }
 
+ReconcilerOptions reconciler_options(const AgentOptions& agent) {
+  ReconcilerOptions o;
+  o.cni_dir = agent.cni_dir;
+  o.kubeconfig = agent.kubeconfig;
+  o.conf_dir = agent.conf_dir;
+  return o;
+}
+
 double seconds_since(Clock::time_point start, Clock::time_point end) {
   return std::chrono::duration<double>(end - start).count();
 }
@@ -42,8 +52,19 @@ Agent::Agent(const engine::Services& services, AgentOptions options, AgentMetric
       rate_limit_(std::make_shared<http::RequestRateLimit>(options_.api_requests_per_second, options_.api_burst,
                                                            services.clock, services.sleeper)),
       limited_(rate_limited(services, rate_limit_)),
-      reconciler_(limited_, ReconcilerOptions{options_.cni_dir, options_.kubeconfig}) {
+      reconciler_(limited_, reconciler_options(options_)) {
   set_health(false, "not synced with the API server yet");
+  beat();
+}
+
+void Agent::beat() { heartbeat_.store(services_.clock->now().time_since_epoch().count()); }
+
+AgentHealth Agent::liveness() const {
+  const Clock::time_point last{Clock::duration(heartbeat_.load())};
+  const Clock::duration silent = services_.clock->now() - last;
+  if (silent <= options_.liveness_bound) return {true, ""};
+  return {false, "the agent's loop has not run for " +
+                     std::to_string(std::chrono::duration_cast<std::chrono::seconds>(silent).count()) + " s"};
 }
 
 engine::Services Agent::rate_limited(const engine::Services& services,
@@ -294,9 +315,12 @@ void Agent::reconcile_pod(const std::string& uid) {
   const std::string annotation = state.pod.annotation(k8s::kNetworksAnnotation);
   if (state.invalid_annotation && *state.invalid_annotation == annotation) return;  // told once; waits for a change
   state.invalid_annotation.reset();
+  beat();
   const Clock::time_point start = services_.clock->now();
   ReconcileOutcome outcome = reconciler_.reconcile(state.pod);
   const Clock::time_point end = services_.clock->now();
+  beat();
+  state.more = outcome.more && outcome.result == ReconcileResult::Changed;
   metrics_.api_requests.inc(outcome.api_requests);
   if (outcome.result != ReconcileResult::NotHere) metrics_.reconcile_duration.observe(seconds_since(start, end));
   switch (outcome.result) {
@@ -332,10 +356,23 @@ void Agent::reconcile_pod(const std::string& uid) {
 }
 
 void Agent::run_due_retries() {
+  beat();
   const Clock::time_point now = services_.clock->now();
-  for (auto& [uid, state] : pods_) {
+  // Pods take turns from the one after the last served, so a pod with much to change (or a slow
+  // one) never keeps the others waiting for more than one turn of its own.
+  std::vector<std::string> due;
+  auto collect = [&](auto from, auto to) {
+    for (auto it = from; it != to; ++it)
+      if (it->second.more || (it->second.failures > 0 && it->second.retry_at <= now)) due.push_back(it->first);
+  };
+  const auto after = pods_.upper_bound(last_served_);
+  collect(after, pods_.end());
+  collect(pods_.begin(), after);
+  for (const std::string& uid : due) {
     if (stop_()) return;
-    if (state.failures > 0 && state.retry_at <= now) reconcile_pod(uid);
+    if (uid != due.front() && services_.clock->now() - now >= options_.retry_budget) return;
+    last_served_ = uid;
+    reconcile_pod(uid);
   }
 }
 

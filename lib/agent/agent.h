@@ -3,8 +3,12 @@
 // with bookmarks, reconciling each pod as its events arrive. A watch that ends is resumed from the
 // last resourceVersion seen; 410 Gone (or an ERROR event saying so) relists; a failed or garbled
 // stream reconnects after a jittered, growing backoff. A pod whose reconcile failed is retried with
-// backoff; one whose annotation is invalid waits until it changes. Every request and the idle
-// stream are bounded. One thread: the stream's wait ticks run the due retries and check for stop.
+// backoff; one whose annotation is invalid waits until it changes; one with more changes than one
+// reconcile makes is continued on the next ticks, pods taking turns, so a pod with much to change
+// never holds up the others. Every request and the idle stream are bounded. One thread: the
+// stream's wait ticks run the due retries and continuations, and check for stop. Each tick (and
+// each reconcile) is a heartbeat: liveness() reports the loop alive while they keep coming, whatever
+// the API server does; health() reports whether it is in sync with the API server (readiness).
 #pragma once
 
 #include <atomic>
@@ -45,11 +49,19 @@ struct AgentOptions {
   std::chrono::milliseconds quick_watch{10000};
   double api_requests_per_second = 20;  ///< ceiling on the agent's own API request rate (list, watch, hot-plug)
   double api_burst = 100;               ///< requests allowed at once above that rate
+  /// The runtime's CNI config dir with the generated config, whose namespace policy hot-plugs
+  /// follow ("" = the policy each ADD recorded).
+  std::string conf_dir;
+  /// Longest time one tick spends on retries and continuations (at least one pod is served).
+  std::chrono::milliseconds retry_budget{1000};
+  /// The loop counts as dead when no heartbeat came for this long: more than one reconcile can take
+  /// (a few delegate calls and API calls), far more than a tick.
+  std::chrono::milliseconds liveness_bound{600000};
 };
 
-/// What /healthz reports about the loop.
+/// What /healthz (liveness) or /readyz (readiness) reports about the loop.
 struct AgentHealth {
-  bool ok = false;     ///< synced with the API server and watching (or resuming)
+  bool ok = false;     ///< alive (liveness), or synced with the API server and watching (readiness)
   std::string reason;  ///< why not
 };
 
@@ -61,8 +73,11 @@ class Agent {
   /// Runs until `stop` returns true (checked at least every options.tick). Returns 0, or 1 when it
   /// cannot start (no credentials, invalid node name).
   int run(const std::function<bool()>& stop);
-  /// The loop's health; safe to call from another thread.
+  /// The loop's readiness: synced with the API server and watching. Safe to call from another thread.
   AgentHealth health() const;
+  /// The loop's liveness: a heartbeat came within options.liveness_bound (the loop ticks whether or
+  /// not the API server answers). Safe to call from another thread when services.clock is.
+  AgentHealth liveness() const;
 
  private:
   /// What the loop knows about one pod.
@@ -71,6 +86,7 @@ class Agent {
     int failures = 0;                                  ///< reconciles failed in a row
     std::chrono::steady_clock::time_point retry_at{};  ///< next retry when failures > 0
     std::optional<std::string> invalid_annotation;     ///< the annotation found invalid, if any
+    bool more = false;                                 ///< changes remain for the next turn
   };
 
   static engine::Services rate_limited(const engine::Services& services,
@@ -82,6 +98,7 @@ class Agent {
   bool handle(const k8s::WatchEvent& event);
   void reconcile_pod(const std::string& uid);
   void run_due_retries();
+  void beat();
   void set_health(bool ok, std::string reason);
   std::chrono::milliseconds backoff(int failures);
   bool wait(std::chrono::milliseconds duration);
@@ -102,6 +119,8 @@ class Agent {
   int watch_events_ = 0;                  ///< events (bookmarks included) the current watch delivered
   std::map<std::string, PodState> pods_;  ///< by pod UID
   WatchEnd pending_end_ = WatchEnd::Resume;
+  std::string last_served_;                 ///< the UID of the pod the last retry turn served
+  std::atomic<std::int64_t> heartbeat_{0};  ///< services.clock at the last heartbeat, in its ticks
   mutable std::mutex health_mu_;
   AgentHealth health_;
 };

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "agent/hotplug_guard.h"
 #include "agent/network_diff.h"
 #include "cni/error.h"
 #include "cni/netconf.h"
@@ -45,6 +46,7 @@ class SharedTransport final : public http::HttpTransport {
 /// A reconcile step that cannot succeed before the annotation changes.
 struct InvalidRequest {
   std::string message;
+  std::string reason = "InvalidNetworks";  ///< of the Warning event
 };
 
 /// Removes the attachments at `indices` (ascending) of `record` from the pod: scoping, then the
@@ -165,12 +167,50 @@ const std::vector<k8s::SelectionElement>& desired_networks(const k8s::Pod& pod) 
   return pod.networks;
 }
 
-/// Brings the entry of `c` in line with `desired`: the diff applied, then the network-status and the
-/// events. `step` tells which part failed when it throws.
-ReconcileOutcome bring_in_line(Change& c, const std::vector<k8s::SelectionElement>& desired, std::string& step) {
+/// The diff of `desired` against the record, every network it attaches checked against the
+/// namespace policy; InvalidRequest when it cannot succeed before the annotation changes (no free
+/// interface name, a network isolation forbids).
+NetworkDiff checked_diff(const Change& c, const std::vector<k8s::SelectionElement>& desired) {
+  NetworkDiff diff;
+  try {
+    diff = diff_networks(desired, c.record);
+    const k8s::NamespacePolicy policy = k8s::namespace_policy_from_config(c.session.config);
+    for (const PlannedAttach& p : diff.attach) k8s::check_isolation(policy, c.ref.namespace_, p.element.namespace_);
+  } catch (const CniError& e) {
+    throw InvalidRequest{e.msg()};
+  }
+  return diff;
+}
+
+/// Keeps at most `max_changes` changes of `diff` (detachments first, as they are applied); true
+/// when some were left for the next reconcile.
+bool bound_diff(NetworkDiff& diff, std::size_t max_changes) {
+  max_changes = std::max<std::size_t>(max_changes, 1);
+  bool more = false;
+  if (diff.detach.size() > max_changes) {
+    diff.detach.resize(max_changes);
+    more = true;
+  }
+  const std::size_t left = max_changes - diff.detach.size();
+  if (diff.attach.size() > left) {
+    diff.attach.resize(left);
+    more = true;
+  }
+  return more;
+}
+
+/// Brings the entry of `c` in line with `desired`, at most `max_changes` changes at a time: the diff
+/// applied, then the network-status and the events. `step` tells which part failed when it throws.
+ReconcileOutcome bring_in_line(Change& c, const std::vector<k8s::SelectionElement>& desired, std::size_t max_changes,
+                               std::string& step) {
   ReconcileOutcome out;
   out.result = ReconcileResult::Unchanged;
-  NetworkDiff diff = diff_networks(desired, c.record);
+  NetworkDiff diff = checked_diff(c, desired);
+  if (!diff.empty())  // the namespace is checked right before anything acts in it
+    if (auto why = netns_refusal(c.services, c.record, c.netns))
+      throw InvalidRequest{"no network change in sandbox " + c.inv.container_id + ": " + *why,
+                           "NetworkNamespaceChanged"};
+  out.more = bound_diff(diff, max_changes);
   step = diff.attach.empty() ? "detach" : "attach";  // planning failures count against what was planned
   if (!diff.empty()) {
     apply_diff(c, diff, step);
@@ -183,6 +223,31 @@ ReconcileOutcome bring_in_line(Change& c, const std::vector<k8s::SelectionElemen
   step = "status";
   if (write_status_if_changed(c)) out.result = ReconcileResult::Changed;
   send_change_events(c.kube, c.ref, c.pod, c.record, c.removed, c.added);
+  return out;
+}
+
+/// The outcome of a reconcile that cannot succeed before the annotation changes: logged, and told in
+/// one Warning event when the pod can be told.
+ReconcileOutcome invalid_outcome(engine::KubeAccess* kube, const cni::PodRef& ref, const k8s::Pod& pod,
+                                 const InvalidRequest& e) {
+  ReconcileOutcome out;
+  out.result = ReconcileResult::Invalid;
+  out.message = e.message;
+  util::log_warning("pod ", ref.namespace_, "/", ref.name, ": ", e.message, "; waiting for its annotation to change");
+  if (kube && kube->configured()) engine::send_warning_event(*kube, ref, pod, e.reason, e.message);
+  return out;
+}
+
+/// The outcome of a failed reconcile, worth retrying: logged, and told in a Warning event.
+ReconcileOutcome failed_outcome(engine::KubeAccess* kube, const cni::PodRef& ref, const k8s::Pod& pod,
+                                const store::EntryKey& key, const CniError& e, const std::string& step) {
+  ReconcileOutcome out;
+  out.result = ReconcileResult::Failed;
+  out.message = e.msg();
+  out.failed_step = step;
+  util::log_error("pod ", ref.namespace_, "/", ref.name, " (", key.str(), "): network change failed: ", e.msg());
+  if (kube && kube->configured())
+    engine::send_warning_event(*kube, ref, pod, "NetworkChangeFailed", "network change failed: " + e.msg());
   return out;
 }
 
@@ -248,6 +313,7 @@ ReconcileOutcome Reconciler::reconcile(const k8s::Pod& pod) {
     total.attached += one.attached;
     total.api_requests += one.api_requests;
     total.detached += one.detached;
+    total.more = total.more || one.more;
     if (worse(one.result, total.result) != total.result) {
       total.message = one.message;
       total.failed_step = one.failed_step;
@@ -277,6 +343,7 @@ ReconcileOutcome Reconciler::reconcile_entry(const store::EntryKey& key, const k
   try {
     cni::MetaConfig config = cni::parse_meta_config(inv->config);
     config.kubeconfig = options_.kubeconfig;
+    apply_current_namespace_policy(services_, options_.conf_dir, config);
     opened.emplace(engine::open_session(services_, std::move(config), *inv));
     engine::Session& session = *opened;
     kube.emplace(services_, session.config);
@@ -290,19 +357,15 @@ ReconcileOutcome Reconciler::reconcile_entry(const store::EntryKey& key, const k
     const std::string netns = engine::del_netns(record->netns);
     if (netns.empty()) return out;  // the sandbox is going away; its DEL cleans up
     Change change{services_, session, *kube, *inv, ref, pod, netns, std::move(*record), {}, {}};
-    out = bring_in_line(change, desired, step);
+    out = bring_in_line(change, desired, options_.max_changes, step);
   } catch (const InvalidRequest& e) {
-    out.result = ReconcileResult::Invalid;
-    out.message = e.message;
-    util::log_warning("pod ", ref.namespace_, "/", ref.name, ": ", e.message, "; waiting for its annotation to change");
-    if (kube) engine::send_warning_event(*kube, ref, pod, "InvalidNetworks", e.message);
+    out = invalid_outcome(kube ? &*kube : nullptr, ref, pod, e);
   } catch (const CniError& e) {
-    out.result = ReconcileResult::Failed;
-    out.message = e.msg();
-    out.failed_step = step;
-    util::log_error("pod ", ref.namespace_, "/", ref.name, " (", key.str(), "): network change failed: ", e.msg());
-    if (kube && kube->configured())
-      engine::send_warning_event(*kube, ref, pod, "NetworkChangeFailed", "network change failed: " + e.msg());
+    if (e.code() == static_cast<unsigned>(ErrorCode::InterfaceExists)) {  // a name the pod already uses stays taken
+      out = invalid_outcome(kube ? &*kube : nullptr, ref, pod, InvalidRequest{e.msg()});
+    } else {
+      out = failed_outcome(kube ? &*kube : nullptr, ref, pod, key, e, step);
+    }
   }
   if (kube) out.api_requests = kube->requests_made();
   return out;

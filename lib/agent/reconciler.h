@@ -4,9 +4,15 @@
 // added ones attached in one transaction that rolls back on any failure — under the same
 // per-container lock the CNI verbs take; then write the network-status when it differs from what
 // the cache records, and send an AddedInterface / RemovedInterface event per change. Entries still
-// being added, being deleted or written by an older manifold are left alone.
+// being added, being deleted or written by an older manifold are left alone. One reconcile makes at
+// most `max_changes` attachments or detachments per sandbox and reports when more remain, so the
+// caller can serve other pods first. What can never succeed until the annotation changes (a parse
+// error, a default-route request, a namespace isolation violation, an interface name taken in the
+// pod, no free name) is Invalid, as is a sandbox whose recorded namespace path names another
+// namespace now (hotplug_guard.h): nothing is done and one Warning event says why.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <string>
@@ -26,7 +32,7 @@ enum class ReconcileResult {
   NotHere,    ///< no complete cache entry of the pod on this node: nothing to do
   Unchanged,  ///< attachments and network-status already matched
   Changed,    ///< networks were attached or detached, or the network-status was corrected
-  Invalid,    ///< the networks annotation cannot be parsed: not retried until it changes
+  Invalid,    ///< cannot succeed (annotation, isolation, name in use, namespace changed): waits for a change
   Failed,     ///< a step failed (the pod is left as the cache records it); worth retrying
 };
 
@@ -37,6 +43,7 @@ struct ReconcileOutcome {
   int detached = 0;         ///< networks detached
   int sandboxes = 0;        ///< complete entries of the pod found
   int api_requests = 0;     ///< HTTP requests made to the API server (retries included)
+  bool more = false;        ///< changes remain that this reconcile's bound left for the next one
   std::string failed_step;  ///< "attach", "detach" or "status" when the result is Failed
   std::string message;      ///< why it failed or is invalid
 };
@@ -45,6 +52,11 @@ struct ReconcileOutcome {
 struct ReconcilerOptions {
   std::string cni_dir = "/var/lib/cni/manifold";  ///< the cache the CNI binary writes
   std::string kubeconfig;                         ///< the agent's credentials ("" = in-cluster)
+  /// The runtime's CNI config dir holding the generated config, whose namespace policy hot-plugs
+  /// follow (read at every reconcile); "" = the policy each ADD recorded.
+  std::string conf_dir;
+  /// Most attachments plus detachments one reconcile makes in one sandbox (at least 1).
+  std::size_t max_changes = 4;
 };
 
 /// The pod a cache entry belongs to, with the entry's key.

@@ -1,12 +1,13 @@
 // StatusServer implementation on Boost.Beast/Asio. One io_context, run by the server's own thread,
 // drives the acceptor and every connection asynchronously, so an idle or slow client costs a socket
 // and never a thread. A connection serves one request: it is read whole (header and body bounded)
-// under a deadline that covers the read and the answer's write (beast::tcp_stream's expiry closes
-// the socket when it passes), answered with "Connection: close", shut down for sending, and closed
-// once the client has closed its side too (or the deadline passed). At most
-// kMaxConnections are open at once; at the cap the acceptor stops accepting (the kernel's backlog
-// holds newcomers) until one finishes. stop() stops the event loop, joins the thread and destroys
-// the loop, whose pending handlers own the connections, so every socket is closed when it returns.
+// under a short read deadline (beast::tcp_stream's expiry closes the socket when it passes), then
+// answered with "Connection: close" under an answer deadline, shut down for sending, and closed once
+// the client has closed its side too (or the deadline passed). The acceptor never stops: when
+// limits.max_connections are open, the oldest is closed for the newcomer, so a probe (which sends
+// its request at once and is answered within one turn of the loop) always gets in, however many
+// idle connections others open. stop() stops the event loop, joins the thread and destroys the
+// loop, whose pending handlers own the connections, so every socket is closed when it returns.
 #include "agent/status_server.h"
 
 #include <boost/asio/io_context.hpp>
@@ -14,8 +15,10 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <list>
 #include <mutex>
 #include <thread>
 
@@ -30,10 +33,8 @@ namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
 using Response = beast::http::response<beast::http::string_body>;
 
-constexpr std::size_t kMaxConnections = 16;
 constexpr std::size_t kHeaderLimit = 8 * 1024;
 constexpr std::size_t kBodyLimit = 8 * 1024;
-constexpr std::chrono::seconds kDeadline(5);  // for reading the request and writing the answer
 constexpr std::chrono::milliseconds kAcceptRetry(100);
 constexpr const char* kMetricsType = "text/plain; version=0.0.4; charset=utf-8";
 constexpr const char* kTextType = "text/plain; charset=utf-8";
@@ -86,40 +87,58 @@ struct Loop {
   asio::steady_timer retry{ioc};
 };
 
+class Session;
+
 /// The server's state; StatusServer::Impl is this.
 struct Core {
   const MetricsRegistry& metrics;
-  std::function<StatusServer::Health()> health;
+  StatusProbes probes;
+  StatusLimits limits;
+  std::list<Session*> open;  // open connections, oldest first; server thread only; outlives `loop`
   std::unique_ptr<Loop> loop = std::make_unique<Loop>();
   std::uint16_t port = 0;
-  std::size_t active = 0;  // open connections, touched on the server thread only
-  bool paused = false;     // not accepting because active reached the cap
   std::thread thread;
   std::mutex stop_mu;
 
-  Core(const MetricsRegistry& m, std::function<StatusServer::Health()> h) : metrics(m), health(std::move(h)) {}
+  Core(const MetricsRegistry& m, StatusProbes p, StatusLimits l) : metrics(m), probes(std::move(p)), limits(l) {}
   void accept();
-  void finished();
   void run();
   Response answer(const beast::http::request<beast::http::string_body>& req);
 };
 
-/// One connection: read one request, write its answer, close.
+/// One connection: read one request, write its answer, close. Listed in Core::open from start()
+/// until it is done, evicted or destroyed.
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, Core& server) : stream_(std::move(socket)), server_(server) {
     parser_.header_limit(kHeaderLimit);
     parser_.body_limit(kBodyLimit);
   }
+  ~Session() { unlist(); }
 
   void start() {
-    stream_.expires_after(kDeadline);
+    position_ = server_.open.insert(server_.open.end(), this);
+    listed_ = true;
+    stream_.expires_after(server_.limits.read_deadline);
     beast::http::async_read(stream_, buffer_, parser_,
                             [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
   }
 
+  /// Closes the connection to make room (its pending operation then ends with an error).
+  void evict() {
+    unlist();
+    stream_.close();
+  }
+
  private:
+  void unlist() {
+    if (!listed_) return;
+    listed_ = false;
+    server_.open.erase(position_);
+  }
+
   void on_read(beast::error_code ec) {
+    stream_.expires_after(server_.limits.answer_deadline);
     if (!ec) return respond(server_.answer(parser_.get()));
     bool protocol_error = ec.category() == beast::http::make_error_code(beast::http::error::bad_target).category() &&
                           ec != beast::http::error::end_of_stream && ec != beast::http::error::partial_message;
@@ -152,19 +171,16 @@ class Session : public std::enable_shared_from_this<Session> {
                             });
   }
 
-  void done() {
-    if (done_) return;
-    done_ = true;
-    server_.finished();
-  }
+  void done() { unlist(); }
 
   beast::tcp_stream stream_;
   Core& server_;
+  std::list<Session*>::iterator position_;
+  bool listed_ = false;
   beast::flat_buffer buffer_{kHeaderLimit + kBodyLimit};
   beast::http::request_parser<beast::http::string_body> parser_;
   Response response_;
   char drain_buffer_[512];
-  bool done_ = false;
 };
 
 void Core::accept() {
@@ -178,22 +194,10 @@ void Core::accept() {
       });
       return;
     }
-    ++active;
+    while (!open.empty() && open.size() >= std::max<std::size_t>(limits.max_connections, 1)) open.front()->evict();
     std::make_shared<Session>(std::move(socket), *this)->start();
-    if (active < kMaxConnections) {
-      accept();
-    } else {
-      paused = true;
-    }
-  });
-}
-
-void Core::finished() {
-  --active;
-  if (paused) {
-    paused = false;
     accept();
-  }
+  });
 }
 
 void Core::run() {
@@ -210,7 +214,7 @@ void Core::run() {
 Response Core::answer(const beast::http::request<beast::http::string_body>& req) {
   std::string_view path = req.target();
   path = path.substr(0, path.find('?'));
-  if (path != "/metrics" && path != "/healthz")
+  if (path != "/metrics" && path != "/healthz" && path != "/readyz")
     return make_response(beast::http::status::not_found, "not found\n", kTextType, false);
   bool head = req.method() == beast::http::verb::head;
   if (!head && req.method() != beast::http::verb::get) {
@@ -225,15 +229,16 @@ Response Core::answer(const beast::http::request<beast::http::string_body>& req)
       return make_response(beast::http::status::internal_server_error, std::string(e.what()) + "\n", kTextType, head);
     }
   }
-  StatusServer::Health h;
+  const bool live = path == "/healthz";
+  const std::function<ProbeHealth()>& probe = live ? probes.live : probes.ready;
+  bool ok = true;
   try {
-    if (health) h = health();
-  } catch (const std::exception& e) {
-    h = StatusServer::Health{false, std::string("health check failed: ") + e.what()};
+    if (probe) ok = probe().ok;
+  } catch (const std::exception&) {
+    ok = false;
   }
-  if (h.ok) return make_response(beast::http::status::ok, "ok\n", kTextType, head);
-  return make_response(beast::http::status::service_unavailable, (h.reason.empty() ? "unhealthy" : h.reason) + "\n",
-                       kTextType, head);
+  if (ok) return make_response(beast::http::status::ok, "ok\n", kTextType, head);
+  return make_response(beast::http::status::service_unavailable, live ? "unhealthy\n" : "not ready\n", kTextType, head);
 }
 
 }  // namespace
@@ -242,9 +247,9 @@ struct StatusServer::Impl : Core {
   using Core::Core;
 };
 
-StatusServer::StatusServer(const std::string& address, const MetricsRegistry& metrics, std::function<Health()> health,
-                           bool allow_non_loopback)
-    : impl_(std::make_unique<Impl>(metrics, std::move(health))) {
+StatusServer::StatusServer(const std::string& address, const MetricsRegistry& metrics, Probes probes,
+                           bool allow_non_loopback, Limits limits)
+    : impl_(std::make_unique<Impl>(metrics, std::move(probes), limits)) {
   tcp::endpoint endpoint = parse_endpoint(address, allow_non_loopback);
   tcp::acceptor& acceptor = impl_->loop->acceptor;
   beast::error_code ec;

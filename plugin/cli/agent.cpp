@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <thread>
+#include <utility>
 
 #include "agent/agent.h"
 #include "agent/metrics.h"
@@ -51,6 +52,28 @@ void start_relay(const AgentCommandOptions& o, const std::string& node, const en
 /// the agent's resident memory follows what it holds: glibc would otherwise raise the threshold after
 /// the first such free and keep freed buffers in its per-thread arenas.
 void map_large_buffers_apart() { ::mallopt(M_MMAP_THRESHOLD, 128 << 10); }
+/// Serves /metrics, /healthz (the loop's liveness) and /readyz (its sync with the API server) on
+/// o.metrics_address; false (logged) when it cannot.
+bool start_status_server(const AgentCommandOptions& o, const agent::MetricsRegistry& registry, const agent::Agent& loop,
+                         std::optional<agent::StatusServer>& server) {
+  agent::StatusServer::Probes probes;
+  probes.live = [&loop] {
+    agent::AgentHealth h = loop.liveness();
+    return agent::StatusServer::Health{h.ok, h.reason};
+  };
+  probes.ready = [&loop] {
+    agent::AgentHealth h = loop.health();
+    return agent::StatusServer::Health{h.ok, h.reason};
+  };
+  try {
+    server.emplace(o.metrics_address, registry, std::move(probes));
+  } catch (const cni::CniError& e) {
+    util::log_error("agent: cannot serve /metrics, /healthz and /readyz: ", e.msg());
+    return false;
+  }
+  util::log_verbose("agent: /metrics, /healthz and /readyz on ", o.metrics_address, " (port ", server->port(), ")");
+  return true;
+}
 
 }  // namespace
 
@@ -69,6 +92,7 @@ int run_agent(const AgentCommandOptions& o) {
     if (const char* env = std::getenv("NODE_NAME")) options.node_name = env;
   options.kubeconfig = o.kubeconfig;
   options.cni_dir = o.cni_dir;
+  options.conf_dir = o.install.conf_dir;
   options.watch_timeout_seconds = o.watch_timeout_s;
   options.idle_timeout = std::chrono::seconds(o.idle_timeout_s);
   options.max_backoff = std::chrono::milliseconds(o.max_backoff_ms);
@@ -84,16 +108,7 @@ int run_agent(const AgentCommandOptions& o) {
   agent::AgentMetrics metrics(registry);
   agent::Agent loop(services, options, metrics);
   std::optional<agent::StatusServer> server;
-  try {
-    server.emplace(o.metrics_address, registry, [&loop] {
-      agent::AgentHealth h = loop.health();
-      return agent::StatusServer::Health{h.ok, h.reason};
-    });
-  } catch (const cni::CniError& e) {
-    util::log_error("agent: cannot serve /metrics and /healthz: ", e.msg());
-    return 1;
-  }
-  util::log_verbose("agent: /metrics and /healthz on ", o.metrics_address, " (port ", server->port(), ")");
+  if (!start_status_server(o, registry, loop, server)) return 1;
   agent::RelayMetrics relay_metrics(registry);
   std::optional<relay::RelayServer> relay_server;
   start_relay(o, options.node_name, services, relay_metrics, relay_server);

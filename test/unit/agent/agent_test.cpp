@@ -272,3 +272,26 @@ TEST_CASE("agent: bad settings stop it before any request", "[agent]") {
   CHECK(none.run() == 1);
   CHECK(none.api.requests().empty());
 }
+
+TEST_CASE("agent: liveness follows the loop's heartbeat, not the API server; readiness follows the API", "[agent]") {
+  World w;
+  w.options.max_backoff = std::chrono::milliseconds(1000);
+  for (int i = 0; i < 12; ++i) w.api.push_response(503, R"({"kind":"Status","code":503})");  // the API is down
+  Agent agent(w.services, w.options, w.metrics);
+  int alive = 0, ready = 0, waits = 0;
+  w.sleeper->on_sleep([&](std::size_t) {
+    ++waits;
+    if (agent.liveness().ok) ++alive;
+    if (agent.health().ok) ++ready;
+  });
+  agent.run([&w] { return w.done; });
+  REQUIRE(waits > 0);
+  CHECK(alive == waits);  // an API outage restarts no agent
+  CHECK(ready == 0);      // but it is not ready
+  // A loop that stopped ticking (here: it returned) is dead once the bound passes.
+  CHECK(agent.liveness().ok);
+  w.clock->advance(w.options.liveness_bound + std::chrono::milliseconds(1));
+  manifold::agent::AgentHealth dead = agent.liveness();
+  CHECK_FALSE(dead.ok);
+  CHECK_THAT(dead.reason, Catch::Contains("has not run for"));
+}

@@ -3,7 +3,8 @@
 // when its pod's annotation changes — through the delegates' ADD and DEL, recorded in the cache,
 // with exactly GET NAD, PUT pods/status and one event per change on one API connection — and is
 // left alone when nothing changed, when its entry is not complete, when the annotation is invalid
-// or asks for a default route; a failing delegate leaves it as it was and is reported.
+// or asks for a default route; a failing delegate leaves it as it was and is reported. Many
+// changes are made a few per reconcile; what can never succeed (isolation, a taken name) is Invalid.
 #include "agent/reconciler.h"
 
 #include <catch2/catch.hpp>
@@ -11,118 +12,22 @@
 #include <vector>
 
 #include "engine/entry_state.h"
+#include "agent/hotplug_world.h"
 #include "k8s/network_status.h"
 #include "k8s/pod.h"
-#include "plugin/fakes.h"
 
 using manifold::Json;
 using manifold::agent::ReconcileOutcome;
 using manifold::agent::Reconciler;
 using manifold::agent::ReconcileResult;
 using manifold::test::Call;
-using manifold::test::Env;
 using manifold::test::World;
-
-namespace {
-
-constexpr const char* kCniDir = "/var/lib/cni/manifold-test";
-constexpr const char* kPodArgs =
-    "K8S_POD_NAMESPACE=team-a;K8S_POD_NAME=web-1;K8S_POD_UID=uid-1;K8S_POD_INFRA_CONTAINER_ID=ctr1";
-const std::string kPodPath = "/api/v1/namespaces/team-a/pods/web-1";
-
-Json config_of(const World& w) {
-  return {{"cniVersion", "1.0.0"},
-          {"name", "manifold-net"},
-          {"type", "manifold"},
-          {"cniDir", kCniDir},
-          {"logToStderr", false},
-          {"binDir", w.bin.str()},
-          {"kubeconfig", "/etc/cni/net.d/manifold.d/manifold.kubeconfig"},
-          {"delegates", Json::parse(R"([{"cniVersion": "1.0.0", "name": "cluster", "type": "bridge"}])")}};
-}
-
-Json pod(const std::string& networks, const std::string& status = "") {
-  Json p = Json::parse(R"({"apiVersion": "v1", "kind": "Pod", "spec": {}, "status": {}})");
-  p["metadata"] = {{"name", "web-1"}, {"namespace", "team-a"}, {"uid", "uid-1"}, {"resourceVersion", "42"}};
-  p["metadata"]["annotations"] = Json::object();
-  if (!networks.empty()) p["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] = networks;
-  if (!status.empty()) p["metadata"]["annotations"][manifold::k8s::kNetworkStatusAnnotation] = status;
-  return p;
-}
-
-Json nad(const std::string& name, const std::string& type) {
-  Json n = Json::parse(R"({"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition"})");
-  n["metadata"] = {{"name", name}, {"namespace", "team-a"}};
-  n["spec"] = {{"config", R"({"cniVersion":"1.0.0","type":")" + type + R"(","master":"eth1"})"}};
-  return n;
-}
-
-std::vector<std::string> requests_since(const World& w, std::size_t from) {
-  std::vector<std::string> out;
-  const auto& r = w.http.requests();
-  for (std::size_t i = from; i < r.size(); ++i) out.push_back(r[i].method + " " + r[i].target);
-  return out;
-}
-
-std::vector<std::string> ifnames(World& w) {
-  std::vector<std::string> out;
-  auto record = w.cache.load(World::key("ctr1"));
-  REQUIRE(record);
-  for (const auto& a : record->attachments) out.push_back(a.ifname);
-  return out;
-}
-
-std::vector<std::string> briefs_since(const World& w, std::size_t from) {
-  std::vector<std::string> out;
-  for (const Call& c : w.calls_since(from)) out.push_back(c.brief());
-  return out;
-}
-
-/// The world after the runtime's ADD of the pod with `networks` (each NAD is macvlan).
-struct Sandbox {
-  World w;
-  std::string status;  ///< the network-status the ADD wrote
-
-  explicit Sandbox(const std::string& networks, const std::vector<std::string>& nads) {
-    manifold::http::ClusterAuth auth;
-    auth.server = "https://10.96.0.1:443";
-    auth.token = "agent-token";
-    w.auth = auth;
-    w.http.push_response(200, pod(networks).dump());
-    for (const auto& n : nads) w.http.push_response(200, nad(n, "macvlan").dump());
-    w.http.push_response(200, pod(networks).dump());  // the PUT's answer
-    for (std::size_t i = 0; i <= nads.size(); ++i) w.http.push_response(201, R"({"kind":"Event"})");
-    Env env;
-    env.args = kPodArgs;
-    auto out = w.run("ADD", config_of(w), env);
-    INFO(out.stdout_text);
-    REQUIRE(out.exit_code == 0);
-    for (const auto& r : w.http.requests())
-      if (r.method == "PUT")
-        status = Json::parse(r.body)["metadata"]["annotations"][manifold::k8s::kNetworkStatusAnnotation];
-    REQUIRE(!status.empty());
-  }
-
-  ReconcileOutcome reconcile(Reconciler& r, const std::string& networks) {
-    return r.reconcile(manifold::k8s::decode_pod(pod(networks, status)));
-  }
-};
-
-/// Reconciles the annotation "blue" with the API answers attaching it needs scripted: the NAD, the
-/// status PUT's pod, the event.
-ReconcileOutcome attach_blue(Sandbox& s, Reconciler& reconciler) {
-  s.w.http.push_response(200, nad("blue", "macvlan").dump());
-  s.w.http.push_response(200, pod("blue").dump());
-  s.w.http.push_response(201, R"({"kind":"Event"})");
-  return s.reconcile(reconciler, "blue");
-}
-
-}  // namespace
+using namespace manifold::test::hotplug;  // NOLINT: the fixture of every test here
 
 TEST_CASE("reconciler: an annotation change attaches and detaches through the delegates", "[agent]") {
   Sandbox s("", {});
   World& w = s.w;
-  Reconciler reconciler(w.services(), {kCniDir, ""});
+  Reconciler reconciler(w.services(), options());
   const std::size_t calls = w.calls().size(), requests = w.http.requests().size();
 
   ReconcileOutcome added = attach_blue(s, reconciler);
@@ -170,7 +75,7 @@ TEST_CASE("reconciler: an annotation change attaches and detaches through the de
 TEST_CASE("reconciler: entries that are not complete, and other pods, are left alone", "[agent]") {
   Sandbox s("", {});
   World& w = s.w;
-  Reconciler reconciler(w.services(), {kCniDir, ""});
+  Reconciler reconciler(w.services(), options());
   auto record = w.cache.load(World::key("ctr1"));
   REQUIRE(record);
   for (auto state : {manifold::engine::EntryState::Adding, manifold::engine::EntryState::Deleting}) {
@@ -189,7 +94,7 @@ TEST_CASE("reconciler: entries that are not complete, and other pods, are left a
 TEST_CASE("reconciler: an invalid annotation or a default-route request changes nothing", "[agent]") {
   Sandbox s("", {});
   World& w = s.w;
-  Reconciler reconciler(w.services(), {kCniDir, ""});
+  Reconciler reconciler(w.services(), options());
   const std::size_t calls = w.calls().size();
   w.http.push_response(201, R"({"kind":"Event"})");
   ReconcileOutcome bad = s.reconcile(reconciler, R"([{"name": "blue", "interface": "a/b"}])");
@@ -206,7 +111,7 @@ TEST_CASE("reconciler: an invalid annotation or a default-route request changes 
 TEST_CASE("reconciler: a failing delegate leaves the pod as it was and is reported", "[agent]") {
   Sandbox s("blue", {"blue"});
   World& w = s.w;
-  Reconciler reconciler(w.services(), {kCniDir, ""});
+  Reconciler reconciler(w.services(), options());
   w.intercept = [](const Call& c) -> std::optional<manifold::exec::ProcessResult> {
     if (c.command == "ADD" && c.type == "ptp") return manifold::test::cni_error_answer(11, "no VF left");
     return std::nullopt;
@@ -229,7 +134,7 @@ TEST_CASE("reconciler: a failing delegate leaves the pod as it was and is report
 TEST_CASE("reconciler: a hot-plugged network naming a device resource is refused, nothing attached", "[agent]") {
   Sandbox s("", {});
   World& w = s.w;
-  Reconciler reconciler(w.services(), {kCniDir, ""});
+  Reconciler reconciler(w.services(), options());
   const std::size_t calls = w.calls().size();
   Json sriov = nad("sriov", "sriov");
   sriov["metadata"]["annotations"] = {{"k8s.v1.cni.cncf.io/resourceName", "intel.com/sriov"}};
@@ -254,10 +159,67 @@ TEST_CASE("reconciler: the agent's own API calls never go through the relay", "[
     ++relays_opened;
     return direct();
   };
-  Reconciler reconciler(services, {kCniDir, ""});
+  Reconciler reconciler(services, options());
   ReconcileOutcome added = attach_blue(s, reconciler);
   INFO(added.message);
   CHECK(added.result == ReconcileResult::Changed);
   CHECK(added.api_requests == 3);
   CHECK(relays_opened == 0);
+}
+
+TEST_CASE("reconciler: many networks are attached a few per reconcile, the rest reported as more", "[agent]") {
+  Sandbox s("", {});
+  World& w = s.w;
+  Reconciler reconciler(w.services(), options("", 2));
+  const std::size_t calls = w.calls().size();
+  script_attach(w, {"a", "b"});
+  ReconcileOutcome first = s.reconcile(reconciler, "a,b,c");
+  INFO(first.message);
+  CHECK(first.result == ReconcileResult::Changed);
+  CHECK(first.attached == 2);
+  CHECK(first.more);
+  CHECK(ifnames(w) == std::vector<std::string>{"eth0", "net1", "net2"});
+  script_attach(w, {"c"});
+  ReconcileOutcome second = s.reconcile(reconciler, "a,b,c");
+  CHECK(second.result == ReconcileResult::Changed);
+  CHECK(second.attached == 1);
+  CHECK_FALSE(second.more);
+  CHECK(briefs_since(w, calls) == std::vector<std::string>{"macvlan ADD net1", "macvlan ADD net2", "macvlan ADD net3"});
+  // Detaching is bounded the same way.
+  w.http.push_response(200, pod("").dump());
+  for (int i = 0; i < 2; ++i) w.http.push_response(201, R"({"kind":"Event"})");
+  ReconcileOutcome removed = s.reconcile(reconciler, "");
+  CHECK(removed.detached == 2);
+  CHECK(removed.more);
+  CHECK(ifnames(w) == std::vector<std::string>{"eth0", "net3"});
+}
+
+TEST_CASE("reconciler: what can never succeed is Invalid with one warning, not a failure to retry", "[agent]") {
+  Sandbox s("", {});
+  World& w = s.w;
+  const std::string conf_dir = "/etc/cni/net.d-test";
+  Reconciler reconciler(w.services(), options(conf_dir));
+  const std::size_t calls = w.calls().size(), requests = w.http.requests().size();
+
+  // The node's config turned namespaceIsolation on after the pod's ADD: it applies to the hot-plug.
+  Json generated = {{"cniVersion", "1.0.0"}, {"name", "manifold-net"}, {"plugins", Json::array({config_of(w)})}};
+  generated["plugins"][0]["namespaceIsolation"] = true;
+  w.files->add(conf_dir + "/00-manifold.conflist", generated.dump());
+  w.http.push_response(201, R"({"kind":"Event"})");
+  ReconcileOutcome isolated = s.reconcile(reconciler, "team-b/blue");
+  CHECK(isolated.result == ReconcileResult::Invalid);
+  CHECK_THAT(isolated.message, Catch::Contains("team-b"));
+
+  // An interface name the pod already has (not made by manifold).
+  w.ns().add_link("net5");
+  w.http.push_response(200, nad("blue", "macvlan").dump());
+  w.http.push_response(201, R"({"kind":"Event"})");
+  ReconcileOutcome taken = s.reconcile(reconciler, R"([{"name": "blue", "interface": "net5"}])");
+  CHECK(taken.result == ReconcileResult::Invalid);
+  CHECK_THAT(taken.message, Catch::Contains("net5"));
+
+  CHECK(w.calls().size() == calls);  // no delegate ran
+  CHECK(ifnames(w) == std::vector<std::string>{"eth0"});
+  CHECK(event_reasons_since(w, requests) == std::vector<std::string>{"InvalidNetworks", "InvalidNetworks"});
+  CHECK(w.http.pending() == 0);
 }
