@@ -1,0 +1,101 @@
+// Tests for agent/agent with the reconciler over the plugin test world (a sandbox ADDed by the CNI
+// verbs, fake delegates, one scripted API connection for the loop and the reconciles): a pod whose
+// annotation asks for more networks than one reconcile makes is attached a few at a time — the
+// first ones when it is listed, the rest on the watch's ticks, after the watch was opened — so the
+// loop serves the watch (and other pods) in between.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string_view>
+#include <string>
+#include <vector>
+
+#include "agent/agent.h"
+#include "agent/hotplug_world.h"
+
+using manifold::Json;
+using manifold::agent::Agent;
+using manifold::agent::AgentMetrics;
+using manifold::agent::AgentOptions;
+using manifold::agent::MetricsRegistry;
+using manifold::test::World;
+using namespace manifold::test::hotplug;  // NOLINT: the fixture of every test here
+
+namespace {
+
+/// The world's scripted API for the loop's requests and streams and every reconcile's.
+class ScriptedConnection final : public manifold::http::HttpTransport {
+ public:
+  explicit ScriptedConnection(manifold::http::FakeHttpTransport& fake) : fake_(fake) {}
+  manifold::http::HttpResponse send(const manifold::http::HttpRequest& request,
+                                    std::chrono::milliseconds timeout) override {
+    return fake_.send(request, timeout);
+  }
+  manifold::http::StreamResult stream(const manifold::http::HttpRequest& request,
+                                      const manifold::http::StreamOptions& options,
+                                      const std::function<bool(std::string_view)>& on_data) override {
+    return fake_.stream(request, options, on_data);
+  }
+
+ private:
+  manifold::http::FakeHttpTransport& fake_;
+};
+
+/// The pod as the agent lists it: the sandbox's pod with `networks` and the ADD's network-status,
+/// on the agent's node.
+Json listed_pod(const Sandbox& s, const std::string& networks) {
+  Json p = pod(networks, s.status);
+  p["spec"]["nodeName"] = "node-a";
+  return p;
+}
+
+std::vector<std::string> verbs_since(const World& w, std::size_t from) {
+  std::vector<std::string> out;
+  const auto& r = w.http.requests();
+  for (std::size_t i = from; i < r.size(); ++i) {
+    std::string what = r[i].method;
+    if (r[i].target.find("watch=1") != std::string::npos) {
+      what = "WATCH";
+    } else if (r[i].target.find("network-attachment-definitions/") != std::string::npos) {
+      what += " NAD " + r[i].target.substr(r[i].target.rfind('/') + 1);
+    }
+    out.push_back(what);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("agent: a pod asking for many networks gets them a few per turn, the watch served between", "[agent]") {
+  Sandbox s("", {});
+  World& w = s.w;
+  const std::size_t requests = w.http.requests().size();
+  Json list = {{"kind", "PodList"}, {"apiVersion", "v1"}, {"metadata", {{"resourceVersion", "40"}}}};
+  list["items"] = Json::array({listed_pod(s, "a,b,c,d,e,f")});
+  w.http.push_response(200, list.dump());
+  script_attach(w, {"a", "b", "c", "d"});  // the reconcile after the LIST: four of six
+  w.http.push_stream(200, {R"({"type":"BOOKMARK","object":{"kind":"Pod","metadata":{"resourceVersion":"41"}}})"
+                           "\n"});
+  script_attach(w, {"e", "f"});  // the watch's first tick: the rest
+
+  AgentOptions options;
+  options.node_name = "node-a";
+  options.cni_dir = kCniDir;
+  MetricsRegistry registry;
+  AgentMetrics metrics(registry);
+  manifold::engine::Services services = w.services();  // the agent keeps a reference
+  services.open_transport = [&w](const manifold::http::ClusterAuth&, const std::string&) {
+    return std::unique_ptr<manifold::http::HttpTransport>(std::make_unique<ScriptedConnection>(w.http));
+  };
+  Agent agent(services, options, metrics);
+  // Stops once the script is used up (or, when something is wrong, well after it should have been).
+  CHECK(agent.run([&w, requests] { return w.http.pending() == 0 || w.http.requests().size() > requests + 40; }) == 0);
+
+  CHECK(ifnames(w) == std::vector<std::string>{"eth0", "net1", "net2", "net3", "net4", "net5", "net6"});
+  CHECK(verbs_since(w, requests) == std::vector<std::string>{"GET", "GET NAD a", "GET NAD b", "GET NAD c", "GET NAD d",
+                                                             "PUT", "POST", "POST", "POST", "POST", "WATCH",
+                                                             "GET NAD e", "GET NAD f", "PUT", "POST", "POST"});
+  CHECK(metrics.attachments_added.value() == 6);
+  CHECK(metrics.reconciles_changed.value() == 2);
+}
