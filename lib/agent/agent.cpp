@@ -317,10 +317,14 @@ void Agent::reconcile_pod(const std::string& uid) {
   state.invalid_annotation.reset();
   beat();
   const Clock::time_point start = services_.clock->now();
-  ReconcileOutcome outcome = reconciler_.reconcile(state.pod);
+  ReconcileOutcome outcome =
+      reconciler_.reconcile(state.pod, state.told_annotation == annotation ? state.told_failure : std::string());
   const Clock::time_point end = services_.clock->now();
   beat();
   state.more = outcome.more && outcome.result == ReconcileResult::Changed;
+  // A retry failing the same way is logged, not told again (a NAD that does not exist yet).
+  state.told_failure = outcome.result == ReconcileResult::Failed ? outcome.message : std::string();
+  state.told_annotation = annotation;
   metrics_.api_requests.inc(outcome.api_requests);
   if (outcome.result != ReconcileResult::NotHere) metrics_.reconcile_duration.observe(seconds_since(start, end));
   switch (outcome.result) {

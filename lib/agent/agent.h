@@ -87,6 +87,8 @@ class Agent {
     std::chrono::steady_clock::time_point retry_at{};  ///< next retry when failures > 0
     std::optional<std::string> invalid_annotation;     ///< the annotation found invalid, if any
     bool more = false;                                 ///< changes remain for the next turn
+    std::string told_failure;     ///< the failure its last Warning event told (for this annotation)
+    std::string told_annotation;  ///< the annotation that failure was for
   };
 
   static engine::Services rate_limited(const engine::Services& services,

@@ -238,15 +238,16 @@ ReconcileOutcome invalid_outcome(engine::KubeAccess* kube, const cni::PodRef& re
   return out;
 }
 
-/// The outcome of a failed reconcile, worth retrying: logged, and told in a Warning event.
+/// The outcome of a failed reconcile, worth retrying: logged, and told in a Warning event unless
+/// the pod was told of this failure already (`told`).
 ReconcileOutcome failed_outcome(engine::KubeAccess* kube, const cni::PodRef& ref, const k8s::Pod& pod,
-                                const store::EntryKey& key, const CniError& e, const std::string& step) {
+                                const store::EntryKey& key, const CniError& e, const std::string& step, bool told) {
   ReconcileOutcome out;
   out.result = ReconcileResult::Failed;
   out.message = e.msg();
   out.failed_step = step;
   util::log_error("pod ", ref.namespace_, "/", ref.name, " (", key.str(), "): network change failed: ", e.msg());
-  if (kube && kube->configured())
+  if (kube && kube->configured() && !told)
     engine::send_warning_event(*kube, ref, pod, "NetworkChangeFailed", "network change failed: " + e.msg());
   return out;
 }
@@ -294,7 +295,7 @@ std::vector<CachedSandbox> Reconciler::cached_sandboxes() {
   return out;
 }
 
-ReconcileOutcome Reconciler::reconcile(const k8s::Pod& pod) {
+ReconcileOutcome Reconciler::reconcile(const k8s::Pod& pod, const std::string& told_failure) {
   ReconcileOutcome total;
   std::vector<CachedSandbox> sandboxes;
   try {
@@ -307,7 +308,7 @@ ReconcileOutcome Reconciler::reconcile(const k8s::Pod& pod) {
   for (const CachedSandbox& s : sandboxes) {
     if (s.pod.namespace_ != pod.namespace_ || s.pod.name != pod.name || (!s.pod.uid.empty() && s.pod.uid != pod.uid))
       continue;
-    ReconcileOutcome one = reconcile_entry(s.key, pod);
+    ReconcileOutcome one = reconcile_entry(s.key, pod, told_failure);
     if (one.result == ReconcileResult::NotHere) continue;
     ++total.sandboxes;
     total.attached += one.attached;
@@ -323,7 +324,8 @@ ReconcileOutcome Reconciler::reconcile(const k8s::Pod& pod) {
   return total;
 }
 
-ReconcileOutcome Reconciler::reconcile_entry(const store::EntryKey& key, const k8s::Pod& pod) {
+ReconcileOutcome Reconciler::reconcile_entry(const store::EntryKey& key, const k8s::Pod& pod,
+                                             const std::string& told_failure) {
   ReconcileOutcome out;
   std::optional<cni::Invocation> inv;
   try {
@@ -364,7 +366,8 @@ ReconcileOutcome Reconciler::reconcile_entry(const store::EntryKey& key, const k
     if (e.code() == static_cast<unsigned>(ErrorCode::InterfaceExists)) {  // a name the pod already uses stays taken
       out = invalid_outcome(kube ? &*kube : nullptr, ref, pod, InvalidRequest{e.msg()});
     } else {
-      out = failed_outcome(kube ? &*kube : nullptr, ref, pod, key, e, step);
+      out = failed_outcome(kube ? &*kube : nullptr, ref, pod, key, e, step,
+                           !told_failure.empty() && e.msg() == told_failure);
     }
   }
   if (kube) out.api_requests = kube->requests_made();

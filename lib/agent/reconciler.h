@@ -75,15 +75,17 @@ class Reconciler {
   Reconciler& operator=(const Reconciler&) = delete;
   /// Brings every complete sandbox of `pod` (as decoded from the watch or the list) in line with its
   /// networks annotation, then its network-status. Never throws for the pod's or the node's
-  /// state: failures are in the outcome (and sent as Warning events where the pod can be told).
-  ReconcileOutcome reconcile(const k8s::Pod& pod);
+  /// state: failures are in the outcome (and sent as Warning events where the pod can be told,
+  /// except a failure whose message is `told_failure`: the retry of a failure the pod was told of
+  /// already, e.g. a NAD that does not exist yet, is logged only).
+  ReconcileOutcome reconcile(const k8s::Pod& pod, const std::string& told_failure = "");
   /// Every complete entry of the cache with the pod it belongs to (unreadable entries are skipped,
   /// logged). Lists the cache's keys on every call but reads only entries it has not seen complete
   /// before, so a watch event costs one directory listing, not one read per sandbox of the node.
   std::vector<CachedSandbox> cached_sandboxes();
 
  private:
-  ReconcileOutcome reconcile_entry(const store::EntryKey& key, const k8s::Pod& pod);
+  ReconcileOutcome reconcile_entry(const store::EntryKey& key, const k8s::Pod& pod, const std::string& told_failure);
   store::Cache& cache();
 
   engine::Services services_;  ///< the caller's, with one kept-alive API connection for every reconcile

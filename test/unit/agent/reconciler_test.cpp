@@ -223,3 +223,23 @@ TEST_CASE("reconciler: what can never succeed is Invalid with one warning, not a
   CHECK(event_reasons_since(w, requests) == std::vector<std::string>{"InvalidNetworks", "InvalidNetworks"});
   CHECK(w.http.pending() == 0);
 }
+
+TEST_CASE("reconciler: a retry failing as the pod was told already sends no second warning", "[agent]") {
+  Sandbox s("", {});
+  World& w = s.w;
+  Reconciler reconciler(w.services(), options());
+  const std::size_t requests = w.http.requests().size();
+  const std::string not_found =
+      R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404})";
+  w.http.push_response(404, not_found);
+  w.http.push_response(201, R"({"kind":"Event"})");
+  ReconcileOutcome first = s.reconcile(reconciler, "late");
+  CHECK(first.result == ReconcileResult::Failed);  // the NAD may come: worth retrying
+  CHECK_THAT(first.message, Catch::Contains("late"));
+  w.http.push_response(404, not_found);
+  ReconcileOutcome again = reconciler.reconcile(manifold::k8s::decode_pod(pod("late", s.status)), first.message);
+  CHECK(again.result == ReconcileResult::Failed);
+  CHECK(again.message == first.message);
+  CHECK(event_reasons_since(w, requests) == std::vector<std::string>{"NetworkChangeFailed"});
+  CHECK(w.http.pending() == 0);
+}
