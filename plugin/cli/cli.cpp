@@ -75,7 +75,7 @@ CLI::App* add_agent_command(CLI::App& app, AgentCommandOptions& aopts) {
   agent->add_option("--node-name", aopts.node_name, "this node's name (default: $NODE_NAME)");
   agent->add_option("--kubeconfig", aopts.kubeconfig, "the agent's kubeconfig (default: in-cluster service account)");
   agent->add_option("--cni-dir", aopts.cni_dir, "manifold's cache directory (cniDir)")->capture_default_str();
-  agent->add_option("--metrics-address", aopts.metrics_address, "loopback address of /metrics and /healthz")
+  agent->add_option("--metrics-address", aopts.metrics_address, "loopback address of /metrics, /healthz and /readyz")
       ->capture_default_str();
   agent->add_option("--watch-timeout", aopts.watch_timeout_s, "seconds after which the server ends each WATCH")
       ->capture_default_str();
