@@ -82,6 +82,8 @@ class AgentTestCase(K8sTestCase):
         unless `extra` names another."""
         before = {w["id"] for w in self.api.watches()}
         relay = [] if "--relay-socket" in extra else ["--relay-socket", self.relay_socket]
+        # The namespace policy of hot-plugs comes from the test's config, never the host's.
+        relay += [] if "--conf-dir" in extra else ["--conf-dir", self.tree.conf_dir]
         argv = ["ip", "netns", "exec", self.node.name, *wrapper, self.manifold_bin, "agent", "--no-install",
                 "--node-name", NODE, "--kubeconfig", kubeconfig or self.kubeconfig, "--cni-dir", self.tree.cni_dir,
                 "--metrics-address", "127.0.0.1:%d" % METRICS_PORT, "--max-backoff", "1000",

@@ -6,7 +6,8 @@ every pod LIST and WATCH, /healthz stays 200 (an API outage restarts no agent) w
 and neither body shows the error; and a hot-plug refuses a sandbox whose recorded namespace path
 names another namespace now — a bind mount replaced by another namespace, a /proc/<pid>/ns/net path
 whose process is gone and whose PID another process's path stands for, the agent's own namespace —
-with a NetworkNamespaceChanged warning and nothing created in any namespace.
+with a NetworkNamespaceChanged warning and nothing created in any namespace; and namespaceIsolation
+turned on in the node's config after a pod's ADD binds that pod's next hot-plug.
 """
 import json
 import os
@@ -138,6 +139,23 @@ class HostileAgentTest(AgentTestCase):
         self.api.remove_fault(fault)
         self.wait_for(lambda: http_get_in_netns(self.node.path, METRICS_PORT, "/readyz") == (200, "ok\n"),
                       "/readyz once the API server answers")
+
+    # ---- what a pod owner asks for ----------------------------------------------------------------
+
+    def test_namespace_isolation_turned_on_applies_to_a_running_pods_hot_plug(self):
+        self.api.add_nad("other", "blue", self.hostlocal_nad_conf(subnet="192.0.2.0/24", start="192.0.2.100"))
+        self.add_node_pod()
+        self.assertOk(self.add())  # added while the node's config had no isolation
+        self.write_k8s(namespaceIsolation=True)  # the operator turns it on
+        self.start_agent()
+        self.annotate("other/blue")
+        self.wait_for(lambda: self.events("InvalidNetworks"), "an InvalidNetworks event")
+        self.assertIn("other", self.events("InvalidNetworks")[0])
+        self.assertEqual(self.requests(path=r"/namespaces/other/"), [])  # the NAD was never read
+        self.assertEqual(self.pod.link_names(), ["eth0", "lo"])
+        self.assertEqual(self.entry_ifnames(), ["eth0"])
+        self.assertOk(self.delete())
+        self.assertNothingLeft(self.pod)
 
     # ---- hot-plug into the wrong namespace -------------------------------------------------------
 
