@@ -10,7 +10,8 @@ network layer, and manifold talks to the Kubernetes API server double (test/inte
 - `"default-route": []` removes the default routes the NAD's own IPAM added too;
 - an ADD rolled back after the default-route step (the status write failed for good) puts back
   the default routes of the interfaces that outlive it (one there before the ADD, one whose DEL
-  failed and stays recorded) and removes the one it added;
+  failed and stays recorded) and removes the one it added; rolled back after `"default-route": []`,
+  it gives such an interface back its IPv4 and its IPv6 default route;
 - the pod's cni-args win over the NAD's keys; a meshed attachment's status entry carries the
   manifold.io/mesh field with its ports;
 - two elements asking for one family, and an interface name with a space or of 16 characters,
@@ -204,6 +205,35 @@ class KubernetesScopingTest(ScopingTestCase):
         self.assertEqual([r["command"] for r in self.tree.records()], ["ADD", "DEL"])
         self.api.clear_faults()
         os.unlink(fail_flag)
+        self.assertOk(self.verb("del"))
+        self.pod.ip("link", "del", "pre0")
+        self.assertNothingLeft()
+
+    def test_a_rolled_back_empty_default_route_gives_back_both_families(self):
+        if not self.v6:
+            ci.skip_or_fail(self, "the kernel has no IPv6", feature="ipv6")
+        # pre0 was in the pod before the ADD with an IPv4 and an IPv6 default route; the
+        # default-route step of `"default-route": []` removed both (with eth0's and net1's),
+        # then the status write failed for good: the rollback must give pre0 both back.
+        self.pod.ip("link", "add", "pre0", "type", "veth", "peer", "name", "pre1")
+        self.pod.ip("addr", "add", "203.0.113.2/24", "dev", "pre0")
+        self.pod.ip("addr", "add", "2001:db8:99::2/64", "dev", "pre0", "nodad")
+        for link in ("pre0", "pre1"):
+            self.pod.ip("link", "set", link, "up")
+        self.pod.ip("route", "add", "default", "via", "203.0.113.1", "dev", "pre0", "metric", "50")
+        self.pod.ip("-6", "route", "add", "default", "via", "2001:db8:99::1", "dev", "pre0", "metric", "50")
+        nad = net1_conf(True)
+        nad["ipam"]["routes"] += [{"dst": "0.0.0.0/0", "gw": NET1_GW[4]}, {"dst": "::/0", "gw": NET1_GW[6]}]
+        self.api.add_nad(POD_NS, "data", nad)
+        self.api.add_pod(POD_NS, POD_NAME, uid=POD_UID, annotations={NETWORKS: json.dumps(
+            [{"name": "data", "interface": "net1", "default-route": []}])})
+        self.write_manifold("1.0.0", [cluster_conf(self.tree.ipam_dir, True)], kubeconfig=self.kubeconfig)
+        self.api.add_fault(path=r"/pods/%s/status$" % POD_NAME, action="status", method="PUT", status=403)
+        self.assertCniError(self.add(), 103)
+        self.assertEqual(self.pod.link_names(), ["lo", "pre0", "pre1"])
+        self.assertEqual(self.defaults(4), [("203.0.113.1", "pre0")])
+        self.assertEqual(self.defaults(6), [("2001:db8:99::1", "pre0")])
+        self.api.clear_faults()
         self.assertOk(self.verb("del"))
         self.pod.ip("link", "del", "pre0")
         self.assertNothingLeft()
