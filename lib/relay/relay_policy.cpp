@@ -28,21 +28,9 @@ constexpr std::array<Shape, 6> kShapes{{
     {"GET", "/apis/resource.k8s.io/v1/resourceslices", true},
 }};
 
-std::vector<std::string_view> segments(std::string_view path) {
-  std::vector<std::string_view> out;
-  std::size_t start = 1;
-  while (start <= path.size()) {
-    std::size_t slash = path.find('/', start);
-    if (slash == std::string_view::npos) slash = path.size();
-    out.push_back(path.substr(start, slash - start));
-    start = slash + 1;
-  }
-  return out;
-}
-
 bool matches(const Shape& shape, std::string_view path) {
-  auto want = segments(shape.path);
-  auto got = segments(path);
+  auto want = path_segments(shape.path);
+  auto got = path_segments(path);
   if (want.size() != got.size()) return false;
   for (std::size_t i = 0; i < want.size(); ++i) {
     if (want[i] == "{ns}") {
@@ -69,6 +57,18 @@ bool is_field_selector(std::string_view query) {
 }
 
 }  // namespace
+
+std::vector<std::string_view> path_segments(std::string_view path) {
+  std::vector<std::string_view> out;
+  std::size_t start = 1;
+  while (start <= path.size()) {
+    std::size_t slash = path.find('/', start);
+    if (slash == std::string_view::npos) slash = path.size();
+    out.push_back(path.substr(start, slash - start));
+    start = slash + 1;
+  }
+  return out;
+}
 
 std::string relay_refusal(const http::HttpRequest& request, std::string_view base_path) {
   std::string_view target = request.target;

@@ -9,6 +9,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "http/http.h"
 
@@ -17,6 +18,9 @@ namespace manifold::relay {
 /// Why the relay refuses to send `request` to the API server whose URL path prefix is `base_path`
 /// ("" for none), or "" when it is one of the calls it serves.
 std::string relay_refusal(const http::HttpRequest& request, std::string_view base_path);
+
+/// The segments of an absolute URL path ("/api/v1/pods" → "api", "v1", "pods"), views into `path`.
+std::vector<std::string_view> path_segments(std::string_view path);
 
 /// `headers` reduced to those the relay passes on (Accept, Content-Type, User-Agent; any case).
 http::HttpHeaders relay_headers(const http::HttpHeaders& headers);

@@ -6,6 +6,7 @@
 
 #include <set>
 
+#include "relay/relay_policy.h"
 #include "util/json.h"
 #include "util/quote.h"
 
@@ -63,18 +64,6 @@ std::vector<std::string> strings_at(const std::string& body, const std::string& 
   return sax.at(path);
 }
 
-std::vector<std::string_view> split_path(std::string_view path) {
-  std::vector<std::string_view> out;
-  std::size_t start = 1;
-  while (start <= path.size()) {
-    std::size_t slash = path.find('/', start);
-    if (slash == std::string_view::npos) slash = path.size();
-    out.push_back(path.substr(start, slash - start));
-    start = slash + 1;
-  }
-  return out;
-}
-
 /// The pod an Event in namespace `ns` is about, "" when it is not a Pod of that namespace.
 std::string event_pod(const std::string& body, std::string_view ns) {
   PathStrings sax({"involvedObject.kind", "involvedObject.namespace", "involvedObject.name"});
@@ -99,7 +88,7 @@ std::optional<RequestScope> scope_of(const http::HttpRequest& request, std::stri
                                      std::string_view node, std::string& why) {
   std::string_view target = std::string_view(request.target).substr(base_path.size());
   std::size_t q = target.find('?');
-  std::vector<std::string_view> seg = split_path(target.substr(0, q));
+  std::vector<std::string_view> seg = path_segments(target.substr(0, q));
   if (seg.size() == 4 && seg[3] == "resourceslices") {
     std::string selector = "fieldSelector=" + util::percent_encode("spec.nodeName=" + std::string(node), "-._~");
     std::string_view query = q == std::string_view::npos ? "" : target.substr(q + 1);

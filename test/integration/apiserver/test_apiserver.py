@@ -380,7 +380,10 @@ class StatusBodyTest(DoubleTestCase):
     def test_manifold_rbac_forbids_patch_and_unlisted_resources(self) -> None:
         self.api.set_rbac("manifold")
         self.assertEqual(self.call("GET", POD).status, 200)
-        self.assertEqual(self.call("GET", NADS).status, 200)
+        self.assertEqual(self.call("GET", NADS).status, 403)  # one GET per selected NAD: no list
+        update = self.call("PUT", POD, body=self.api.get_pod("default", "web"))
+        self.assertEqual(update.status, 403)  # only the status subresource is written
+        self.assertIn('cannot update resource "pods"', update.json["message"])
         patch = self.call("PATCH", POD, body={}, headers={
             "Content-Type": "application/merge-patch+json"})
         self.assertEqual(patch.status, 403)
@@ -1834,13 +1837,12 @@ class PolicyObjectsTest(DoubleTestCase):
 
     def test_rbac_decides(self) -> None:
         from kdouble.access import manifold_rbac
-        self.api.set_rbac(manifold_rbac())
+        self.api.set_rbac([r for r in manifold_rbac() if "multi-networkpolicies" not in r["resources"]])
         denied = self.call("GET", self.POLICIES % "default")
         self.assertEqual((denied.status, denied.json["message"]), (403, (
             f'multi-networkpolicies.k8s.cni.cncf.io is forbidden: User "{USER}" cannot list resource '
             f'"multi-networkpolicies" in API group "k8s.cni.cncf.io" in the namespace "default"')))
-        self.api.set_rbac(manifold_rbac() + [{"apiGroups": ["k8s.cni.cncf.io"],
-                                              "resources": ["multi-networkpolicies"], "verbs": ["list"]}])
+        self.api.set_rbac(manifold_rbac())  # the shipped role grants the list
         self.assertEqual(self.call("GET", self.POLICIES % "default").status, 200)
         self.assertEqual(self.call("GET", "/api/v1/namespaces/team-a").status, 403)
 

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "forward_transport.h"
 #include "relay/relay_scope.h"
 #include "relay/relay_server.h"
 #include "relay/relay_transport.h"
@@ -165,19 +166,6 @@ struct Counts final : relay::RelayCounters {
   void refused() override { ++refused_n; }
 };
 
-template <class Target>
-class Forward final : public HttpTransport {
- public:
-  explicit Forward(Target& target) : target_(target) {}
-  HttpResponse send(const HttpRequest& r, std::chrono::milliseconds t) override { return target_.send(r, t); }
-  std::vector<BatchOutcome> send_batch(const std::vector<HttpRequest>& r, std::chrono::milliseconds t) override {
-    return target_.send_batch(r, t);
-  }
-
- private:
-  Target& target_;
-};
-
 }  // namespace
 
 TEST_CASE("relay scope and trust: a real relay and client", "[relay]") {
@@ -190,10 +178,13 @@ TEST_CASE("relay scope and trust: a real relay and client", "[relay]") {
   options.allowed_uid = ::getuid();
   options.node_name = "node-a";
   relay::RelayServer server(
-      options, [&] { return std::unique_ptr<HttpTransport>(std::make_unique<Forward<FakeHttpTransport>>(upstream)); },
+      options,
+      [&] {
+        return std::unique_ptr<HttpTransport>(std::make_unique<manifold::test::Forward<FakeHttpTransport>>(upstream));
+      },
       [] { return std::string("Bearer agent"); }, counts);
   auto open_direct = [&] {
-    return std::unique_ptr<HttpTransport>(std::make_unique<Forward<FakeHttpTransport>>(direct));
+    return std::unique_ptr<HttpTransport>(std::make_unique<manifold::test::Forward<FakeHttpTransport>>(direct));
   };
   // A pod of another node: the relay refuses after its GET, the client asks directly.
   upstream.push_response(200, kPodThere);

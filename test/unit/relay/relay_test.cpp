@@ -20,6 +20,7 @@
 #include <mutex>
 #include <thread>
 
+#include "forward_transport.h"
 #include "cni_error_of.h"
 #include "log_capture.h"
 #include "relay/relay_policy.h"
@@ -53,20 +54,6 @@ namespace {
 constexpr const char* kServer = "https://10.0.0.1:6443";
 const std::string kPod = "/api/v1/namespaces/default/pods/web-0";
 const std::string kNad = "/apis/k8s.cni.cncf.io/v1/namespaces/default/network-attachment-definitions/data";
-
-/// A transport forwarding to one the test keeps (the server and the client own theirs).
-template <class Target>
-class Forward final : public HttpTransport {
- public:
-  explicit Forward(Target& target) : target_(target) {}
-  HttpResponse send(const HttpRequest& r, std::chrono::milliseconds t) override { return target_.send(r, t); }
-  std::vector<BatchOutcome> send_batch(const std::vector<HttpRequest>& r, std::chrono::milliseconds t) override {
-    return target_.send_batch(r, t);
-  }
-
- private:
-  Target& target_;
-};
 
 HttpRequest get(const std::string& target) {
   return {"GET", target, {{"Authorization", "Bearer caller-token"}, {"Accept", "application/json"}}, ""};
@@ -117,7 +104,7 @@ struct Fixture {
         options,
         [this] {
           ++upstream_opened;
-          return std::unique_ptr<HttpTransport>(std::make_unique<Forward<FakeHttpTransport>>(upstream));
+          return std::unique_ptr<HttpTransport>(std::make_unique<manifold::test::Forward<FakeHttpTransport>>(upstream));
         },
         [this] {
           if (token == "unreadable") throw cni::CniError(cni::ErrorCode::InvalidConfig, "token file unreadable");
@@ -131,7 +118,7 @@ struct Fixture {
         socket, server_url,
         [this] {
           ++direct_opened;
-          return std::unique_ptr<HttpTransport>(std::make_unique<Forward<FakeHttpTransport>>(direct));
+          return std::unique_ptr<HttpTransport>(std::make_unique<manifold::test::Forward<FakeHttpTransport>>(direct));
         },
         std::make_shared<relay::OwnerTrust>(::getuid()));
   }
@@ -446,7 +433,7 @@ TEST_CASE("relay: concurrent CNI calls each get their own answers", "[relay]") {
       options,
       [&] {
         ++opened;
-        return std::unique_ptr<HttpTransport>(std::make_unique<Forward<Echo>>(echo));
+        return std::unique_ptr<HttpTransport>(std::make_unique<manifold::test::Forward<Echo>>(echo));
       },
       [] { return std::string(); }, metrics);
   constexpr int kCallers = 8, kBatches = 10;
@@ -458,7 +445,7 @@ TEST_CASE("relay: concurrent CNI calls each get their own answers", "[relay]") {
           socket, kServer,
           [&] {
             ++direct;
-            return std::unique_ptr<HttpTransport>(std::make_unique<Forward<Echo>>(echo));
+            return std::unique_ptr<HttpTransport>(std::make_unique<manifold::test::Forward<Echo>>(echo));
           },
           std::make_shared<relay::OwnerTrust>(::getuid()));
       for (int b = 0; b < kBatches; ++b) {
