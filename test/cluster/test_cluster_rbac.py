@@ -74,8 +74,9 @@ class ManifoldAccount(ClusterTestCase):
 
         # The authorizer's own answer for the ServiceAccount, asked by the admin.
         def can(verb, resource):
-            proc = self.cluster.kubectl("auth", "can-i", verb, resource, "-n", self.namespace,
-                                        "--as", ACCOUNT, check=False)
+            kind, _, sub = resource.partition("/")
+            proc = self.cluster.kubectl("auth", "can-i", verb, kind, "-n", self.namespace, "--as", ACCOUNT,
+                                        *(["--subresource", sub] if sub else []), check=False)
             return proc.stdout.strip()
         self.assertEqual([can(v, r) for v, r in (("get", "pods"), ("watch", "pods"), ("update", "pods/status"),
                                                   ("create", "events"), ("update", "pods"), ("patch", "pods"),

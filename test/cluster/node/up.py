@@ -4,7 +4,7 @@ Order: snapshot of the machine; PKI and kubeconfigs; the node's cgroup and names
 plugins and the cluster network's config in the node's /opt/cni/bin and /etc/cni/net.d; etcd and
 the API server (until /readyz answers); the controller manager and the scheduler; containerd with
 the locally built images; the kubelet (until the node is Ready) and kube-proxy. Then manifold:
-its image built from conf/Containerfile and imported, `kubectl apply -f` of the CRD, the RBAC and
+its image built from conf/Containerfile and imported, `kubectl apply -f` of the two CRDs, the RBAC and
 the DaemonSet (and `kubectl set image` if another image name is asked for), until the DaemonSet is
 rolled out and its agent has installed the binary and written 00-manifold.conf.
 """
@@ -22,7 +22,8 @@ TOOLS = ("containerd", "containerd-shim-runc-v2", "runc", "ctr", "podman", "unsh
          "openssl", "iptables", "ip", "busybox")
 CNI_PLUGINS = ("bridge", "host-local", "macvlan", "tuning", "host-device", "portmap", "static",
                "loopback")
-MANIFESTS = ("network-attachment-definition-crd.yaml", "rbac.yaml", "manifold-daemonset.yaml")
+MANIFESTS = ("network-attachment-definition-crd.yaml", "multi-network-policy-crd.yaml", "rbac.yaml",
+             "manifold-daemonset.yaml")
 
 
 def _check_prerequisites(bins, manifold_bin):
