@@ -75,6 +75,13 @@ class AgentTestCase(K8sTestCase):
 
     # ---- the agent -------------------------------------------------------------------------------
 
+    def add_blue_and_green(self):
+        """The two host-local NADs most agent tests hot-plug: default/blue and default/green."""
+        self.api.add_nad("default", "blue", self.hostlocal_nad_conf(subnet="198.51.100.0/24",
+                                                                     start="198.51.100.100"))
+        self.api.add_nad("default", "green", self.hostlocal_nad_conf(subnet="203.0.113.0/24",
+                                                                      start="203.0.113.100"))
+
     def start_agent(self, *extra, wait_watch=True, wrapper=(), kubeconfig=None):
         """Starts `manifold agent` in the node namespace; waits until its pod watch is open.
         `wrapper` (e.g. an strace command line ending in "--") is put in front of manifold. Its API

@@ -96,10 +96,7 @@ class HostileAgentTest(AgentTestCase):
 
     def setUp(self):
         super().setUp()
-        self.api.add_nad("default", "blue", self.hostlocal_nad_conf(subnet="198.51.100.0/24",
-                                                                     start="198.51.100.100"))
-        self.api.add_nad("default", "green", self.hostlocal_nad_conf(subnet="203.0.113.0/24",
-                                                                      start="203.0.113.100"))
+        self.add_blue_and_green()
         self.write_k8s()
 
     # ---- the status server -----------------------------------------------------------------------

@@ -198,10 +198,7 @@ class AgentCrashTest(AgentTestCase):
         if crash_trace.sanitized(self.manifold_bin):
             self.fail("the agent's crash campaign needs a manifold without sanitizers (LeakSanitizer "
                       "refuses to run under ptrace): run it against the Debug build, as test/run-all.sh does")
-        self.api.add_nad("default", "blue", self.hostlocal_nad_conf(subnet="198.51.100.0/24",
-                                                                     start="198.51.100.100"))
-        self.api.add_nad("default", "green", self.hostlocal_nad_conf(subnet="203.0.113.0/24",
-                                                                      start="203.0.113.100"))
+        self.add_blue_and_green()
         red = self.hostlocal_nad_conf(subnet="198.18.0.0/24", start="198.18.0.100")
         red["capabilities"] = {"ips": True}
         self.api.add_nad("default", "red", red)

@@ -5,6 +5,7 @@
 // counts only the time spent in API calls, not the time delegates run between them.
 #include <catch2/catch.hpp>
 
+#include "forward_transport.h"
 #include "cni/error.h"
 #include "cni/netconf.h"
 #include "engine/cached.h"
@@ -30,20 +31,7 @@ namespace util = manifold::util;
 namespace {
 
 /// Lets KubeAccess own a transport while the test keeps scripting the FakeHttpTransport.
-class SharedTransport final : public http::HttpTransport {
- public:
-  explicit SharedTransport(http::FakeHttpTransport& fake) : fake_(fake) {}
-  http::HttpResponse send(const http::HttpRequest& request, std::chrono::milliseconds timeout) override {
-    return fake_.send(request, timeout);
-  }
-  std::vector<http::BatchOutcome> send_batch(const std::vector<http::HttpRequest>& requests,
-                                             std::chrono::milliseconds timeout) override {
-    return fake_.send_batch(requests, timeout);
-  }
-
- private:
-  http::FakeHttpTransport& fake_;
-};
+using SharedTransport = manifold::test::Forward<http::FakeHttpTransport>;
 
 struct Fixture {
   http::FakeHttpTransport transport;

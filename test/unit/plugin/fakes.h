@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "forward_transport.h"
 #include "cni/skel.h"
 #include "exec/process.h"
 #include "firewall/fake_runner.h"
@@ -71,21 +72,7 @@ class ForwardingCache final : public store::Cache {
 };
 
 /// An HttpTransport that forwards to a shared FakeHttpTransport.
-class ForwardingTransport final : public http::HttpTransport {
- public:
-  /// Forwards to `inner`, which must outlive this object.
-  explicit ForwardingTransport(http::FakeHttpTransport& inner) : inner_(inner) {}
-  http::HttpResponse send(const http::HttpRequest& request, std::chrono::milliseconds timeout) override {
-    return inner_.send(request, timeout);
-  }
-  std::vector<http::BatchOutcome> send_batch(const std::vector<http::HttpRequest>& requests,
-                                             std::chrono::milliseconds timeout) override {
-    return inner_.send_batch(requests, timeout);
-  }
-
- private:
-  http::FakeHttpTransport& inner_;
-};
+using ForwardingTransport = Forward<http::FakeHttpTransport>;
 
 /// An IptablesRunner that forwards to a shared FakeIptablesRunner (the engine owns its runners).
 class ForwardingIptables final : public firewall::IptablesRunner {
