@@ -523,7 +523,9 @@ class Kube:
             self.nads += 1
             self.api.add_nad(POD_NS, "bench-net-%d" % self.nads, world.macvlan_conf(self.nads))
         names = ",".join("bench-net-%d" % i for i in range(1, k + 1))
-        self.api.add_pod(POD_NS, POD_NAME, uid=POD_UID, annotations={NETWORKS_ANNOTATION: names})
+        # On the agent's node: its relay serves only pods of its own node.
+        self.api.add_pod(POD_NS, POD_NAME, uid=POD_UID, annotations={NETWORKS_ANNOTATION: names},
+                         node_name=HOTPLUG_NODE)
 
     @staticmethod
     def cni_args():

@@ -58,10 +58,13 @@ BUILD_LIBRARY_PREFIXES = ("libnl", "libssl", "libcrypto", "libyaml-cpp", "libstd
 # Multus needs, took the binary to 8,077,320 bytes. The target is 5 MB (the benchmark prints it and
 # its verdict); this guard only stops growth beyond what the device path added. The node agent's
 # API relay (its server and the CNI side's transport) added 41 KB: 8,245,416 bytes.
-MAX_BINARY_BYTES = 8 * 1000 * 1000 + 300 * 1000
+MAX_BINARY_BYTES = 8 * 1000 * 1000 + 400 * 1000
 # With the TLS-client build of OpenSSL (lib/openssl.cmake), as CI and test/static-check.sh build it,
-# the binary is 6,196,808 bytes (OpenSSL 3.0.20): the guard then leaves 100 KB for growth.
-MAX_TLS_CLIENT_BUILD_BYTES = 6 * 1000 * 1000 + 300 * 1000
+# the binary was 6,196,808 bytes (OpenSSL 3.0.20); the agent's hardening against a hostile peer (the
+# relay's bounded frames and node scope, the socket trust check, the request ceiling, the sandbox
+# namespace identity, parse errors worded for people) took it to 6,305,544. The guards leave about
+# 100 KB for growth again.
+MAX_TLS_CLIENT_BUILD_BYTES = 6 * 1000 * 1000 + 400 * 1000
 # A string each library manifold links brings into the stripped binary's read-only data.
 LIBRARY_MARKERS = {
     "libcrypto": b"CRYPTOGAMS by <appro@openssl.org>",
