@@ -229,6 +229,7 @@ Agent::WatchEnd Agent::watch_once() {
   so.tick = options_.tick;
   so.on_tick = [this] {
     run_due_retries();
+    count_api_requests();  // the request counts stay current while a watch is open
     return !stop_();
   };
   pending_end_ = WatchEnd::Resume;

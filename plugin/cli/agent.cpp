@@ -96,8 +96,14 @@ int run_agent(const AgentCommandOptions& o) {
   options.watch_timeout_seconds = o.watch_timeout_s;
   options.idle_timeout = std::chrono::seconds(o.idle_timeout_s);
   options.max_backoff = std::chrono::milliseconds(o.max_backoff_ms);
+  options.api_requests_per_second = o.api_qps;
+  options.api_burst = o.api_burst;
   if (o.watch_timeout_s < 1 || o.idle_timeout_s < 1 || o.max_backoff_ms < 100) {
     std::cerr << "manifold agent: --watch-timeout and --idle-timeout must be at least 1 s, --max-backoff 100 ms\n";
+    return 2;
+  }
+  if (!(o.api_qps >= 0.1 && o.api_qps <= 10000) || o.api_burst < 1 || o.api_burst > 100000) {
+    std::cerr << "manifold agent: --api-qps must be between 0.1 and 10000, --api-burst between 1 and 100000\n";
     return 2;
   }
   install_stop_handlers();

@@ -24,6 +24,8 @@ struct AgentCommandOptions {
   int watch_timeout_s = 300;                              ///< server-side end of each WATCH
   int idle_timeout_s = 90;                                ///< a silent stream is dropped after this long
   int max_backoff_ms = 30000;                             ///< longest wait between retries
+  double api_qps = 20;                                    ///< ceiling on the agent's own API requests per second
+  int api_burst = 100;                                    ///< requests allowed at once above that rate
   std::string log_level = "verbose";                      ///< error, verbose, debug
 };
 

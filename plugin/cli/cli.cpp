@@ -84,6 +84,12 @@ CLI::App* add_agent_command(CLI::App& app, AgentCommandOptions& aopts) {
   agent->add_option("--max-backoff", aopts.max_backoff_ms, "longest wait between retries, in milliseconds")
       ->capture_default_str();
   agent
+      ->add_option("--api-qps", aopts.api_qps,
+                   "ceiling on the agent's own API requests per second (list, watch, hot-plug; not the relay's)")
+      ->capture_default_str();
+  agent->add_option("--api-burst", aopts.api_burst, "API requests the agent may send at once above --api-qps")
+      ->capture_default_str();
+  agent
       ->add_option("--relay-socket", aopts.relay_socket,
                    "Unix socket on which CNI calls hand the agent their API requests (\"\" = none)")
       ->capture_default_str();

@@ -9,6 +9,7 @@ keeps running, reports, and applies the change once it can.
 """
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -179,6 +180,17 @@ class AgentFaultTest(AgentTestCase):
         self.wait_status({"eth0": "cluster", "net1": "default/blue"})
         self.assertOk(self.delete())
         self.assertNothingLeft(self.pod)
+
+    def test_the_request_ceiling_is_the_operators(self):
+        # --api-qps 1 --api-burst 1: the LIST takes the only token, the WATCH after it waits a second.
+        self.start_agent("--api-qps", "1", "--api-burst", "1")
+        self.wait_for(lambda: self.metrics()["manifold_agent_api_throttled_total"] >= 1,
+                      "a request held back by the ceiling")
+        for flags in (("--api-qps", "0"), ("--api-qps", "nan"), ("--api-burst", "0")):
+            r = subprocess.run([self.manifold_bin, "agent", "--no-install", "--node-name", NODE, *flags],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 2, (flags, r.stdout, r.stderr))
+            self.assertTrue(r.stderr.strip(), flags)
 
 
 if __name__ == "__main__":
