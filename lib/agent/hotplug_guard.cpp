@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "cni/error.h"
+#include "cni/install_config.h"
 #include "engine/entry_state.h"
 #include "util/json_parse.h"
 #include "util/log.h"
@@ -70,8 +71,8 @@ std::optional<std::string> netns_refusal(const engine::Services& services, store
 void apply_current_namespace_policy(const engine::Services& services, const std::string& conf_dir,
                                     cni::MetaConfig& config) {
   if (conf_dir.empty() || !services.files) return;
-  for (const char* name : {"00-manifold.conflist", "00-manifold.conf"}) {
-    const std::string path = conf_dir + "/" + name;
+  for (const char* suffix : {"conflist", "conf"}) {
+    const std::string path = conf_dir + "/" + std::string(cni::kGeneratedConfigPrefix) + suffix;
     try {
       Json meta = meta_object(services.files->read(path));
       if (meta.is_null()) continue;

@@ -231,13 +231,15 @@ Response Core::answer(const beast::http::request<beast::http::string_body>& req)
   }
   const bool live = path == "/healthz";
   const std::function<ProbeHealth()>& probe = live ? probes.live : probes.ready;
-  bool ok = true;
+  ProbeHealth h;
   try {
-    if (probe) ok = probe().ok;
-  } catch (const std::exception&) {
-    ok = false;
+    if (probe) h = probe();
+  } catch (const std::exception& e) {
+    h = ProbeHealth{false, std::string("the probe failed: ") + e.what()};
   }
-  if (ok) return make_response(beast::http::status::ok, "ok\n", kTextType, head);
+  if (h.ok) return make_response(beast::http::status::ok, "ok\n", kTextType, head);
+  // The reason goes to the log only: anyone on the node can read the answer.
+  util::log_verbose("status server: ", path, " is 503: ", h.reason.empty() ? "no reason given" : h.reason);
   return make_response(beast::http::status::service_unavailable, live ? "unhealthy\n" : "not ready\n", kTextType, head);
 }
 

@@ -116,10 +116,11 @@ NetnsFile NetnsFile::current() {
 }
 
 bool NetnsFile::same_namespace(const NetnsFile& other) const {
-  struct stat a {};
-  struct stat b {};
-  if (::fstat(fd_.get(), &a) != 0 || ::fstat(other.fd_.get(), &b) != 0) return false;
-  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+  try {
+    return identity() == other.identity();
+  } catch (const CniError&) {
+    return false;  // a file that cannot be examined is the same as nothing
+  }
 }
 
 NetnsIdentity NetnsFile::identity() const {

@@ -20,7 +20,7 @@ constexpr std::size_t kMaxCaptured = 16;
 class PathStrings {
  public:
   explicit PathStrings(std::set<std::string> wanted) : wanted_(std::move(wanted)) {}
-  const std::vector<std::string>& at(const std::string& path) { return found_[path]; }
+  std::map<std::string, std::vector<std::string>>& found() { return found_; }
   bool null() { return true; }
   bool boolean(bool) { return true; }
   bool number_integer(Json::number_integer_t) { return true; }
@@ -57,20 +57,26 @@ class PathStrings {
   std::map<std::string, std::vector<std::string>> found_;
 };
 
+/// The string values at each of the `wanted` paths in the JSON text `body` (none anywhere when it is
+/// not valid JSON), found without building the document.
+std::map<std::string, std::vector<std::string>> strings_at_paths(const std::string& body,
+                                                                 std::set<std::string> wanted) {
+  PathStrings sax(std::move(wanted));
+  if (body.find('\0') != std::string::npos || !Json::sax_parse(body, &sax)) return {};
+  return std::move(sax.found());
+}
+
 /// The values at `path` in the JSON text `body` (none when it is not valid JSON).
 std::vector<std::string> strings_at(const std::string& body, const std::string& path) {
-  PathStrings sax({path});
-  if (body.find('\0') != std::string::npos || !Json::sax_parse(body, &sax)) return {};
-  return sax.at(path);
+  return strings_at_paths(body, {path})[path];
 }
 
 /// The pod an Event in namespace `ns` is about, "" when it is not a Pod of that namespace.
 std::string event_pod(const std::string& body, std::string_view ns) {
-  PathStrings sax({"involvedObject.kind", "involvedObject.namespace", "involvedObject.name"});
-  if (body.find('\0') != std::string::npos || !Json::sax_parse(body, &sax)) return "";
-  const auto& kind = sax.at("involvedObject.kind");
-  const auto& in = sax.at("involvedObject.namespace");
-  const auto& name = sax.at("involvedObject.name");
+  auto found = strings_at_paths(body, {"involvedObject.kind", "involvedObject.namespace", "involvedObject.name"});
+  const auto& kind = found["involvedObject.kind"];
+  const auto& in = found["involvedObject.namespace"];
+  const auto& name = found["involvedObject.name"];
   if (kind.size() != 1 || kind[0] != "Pod" || in.size() != 1 || in[0] != ns || name.size() != 1) return "";
   return name[0];
 }

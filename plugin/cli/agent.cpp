@@ -52,6 +52,7 @@ void start_relay(const AgentCommandOptions& o, const std::string& node, const en
 /// the agent's resident memory follows what it holds: glibc would otherwise raise the threshold after
 /// the first such free and keep freed buffers in its per-thread arenas.
 void map_large_buffers_apart() { ::mallopt(M_MMAP_THRESHOLD, 128 << 10); }
+
 /// Serves /metrics, /healthz (the loop's liveness) and /readyz (its sync with the API server) on
 /// o.metrics_address; false (logged) when it cannot.
 bool start_status_server(const AgentCommandOptions& o, const agent::MetricsRegistry& registry, const agent::Agent& loop,
