@@ -141,7 +141,7 @@ int Agent::run(const std::function<bool()>& stop) {
       }
       failures = 0;
     }
-    const WatchEnd end = watch_once();
+    const WatchEnd end = watch_and_publish();
     count_api_requests();
     switch (end) {
       case WatchEnd::Resume:
@@ -199,6 +199,7 @@ bool Agent::list_and_reconcile() {
     fresh.emplace(uid, std::move(state));
   }
   pods_ = std::move(fresh);
+  publish_relist();
   metrics_.pods_tracked.set(static_cast<double>(pods_.size()));
   util::log_verbose("agent: listed ", pods_.size(), " pod(s) at resourceVersion ", resource_version_);
 
@@ -288,6 +289,7 @@ bool Agent::handle(const k8s::WatchEvent& event) {
   const std::string rv = metadata_string(event.object, "resourceVersion");
   if (event.type == "BOOKMARK") {
     if (!rv.empty()) resource_version_ = rv;
+    publish_pod("", nullptr);
     return true;
   }
   const std::string uid = metadata_string(event.object, "uid");
@@ -300,10 +302,14 @@ bool Agent::handle(const k8s::WatchEvent& event) {
   if (!rv.empty()) resource_version_ = rv;
   if (event.type == "DELETED") {
     pods_.erase(uid);
+    publish_pod(uid, nullptr);
   } else if (std::optional<k8s::Pod> pod = decoded_pod(event.object)) {
     PodState& state = pods_[uid];
     state.pod = std::move(*pod);
+    publish_pod(uid, &state.pod);
     reconcile_pod(uid);
+  } else {
+    publish_pod(uid, nullptr);  // a copy older than this event must not answer
   }
   metrics_.pods_tracked.set(static_cast<double>(pods_.size()));
   return !stop_();

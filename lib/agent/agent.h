@@ -29,6 +29,7 @@
 #include "k8s/api_client.h"
 #include "k8s/pod.h"
 #include "k8s/watch_stream.h"
+#include "lookup/pod_cache.h"
 
 namespace manifold::agent {
 
@@ -78,6 +79,9 @@ class Agent {
   /// The loop's liveness: a heartbeat came within options.liveness_bound (the loop ticks whether or
   /// not the API server answers). Safe to call from another thread when services.clock is.
   AgentHealth liveness() const;
+  /// Feeds `cache` (which must outlive the loop; null: none) with the pods the watch sees and
+  /// whether the watch is live. Call before run().
+  void feed_lookups(lookup::PodCache* cache) { lookups_ = cache; }
 
  private:
   /// What the loop knows about one pod.
@@ -99,6 +103,9 @@ class Agent {
   WatchEnd watch_once();
   bool handle(const k8s::WatchEvent& event);
   void reconcile_pod(const std::string& uid);
+  void publish_relist();
+  void publish_pod(const std::string& uid, const k8s::Pod* pod);
+  WatchEnd watch_and_publish();
   void run_due_retries();
   void beat();
   void set_health(bool ok, std::string reason);
@@ -123,6 +130,7 @@ class Agent {
   WatchEnd pending_end_ = WatchEnd::Resume;
   std::string last_served_;                 ///< the UID of the pod the last retry turn served
   std::atomic<std::int64_t> heartbeat_{0};  ///< services.clock at the last heartbeat, in its ticks
+  lookup::PodCache* lookups_ = nullptr;     ///< the relay's pod cache, fed from the watch
   mutable std::mutex health_mu_;
   AgentHealth health_;
 };

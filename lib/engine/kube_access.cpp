@@ -28,7 +28,8 @@ class OneAtATime final : public http::HttpTransport {
 
 }  // namespace
 
-KubeAccess::KubeAccess(const Services& services, const cni::MetaConfig& config) : services_(services), config_(config) {
+KubeAccess::KubeAccess(const Services& services, const cni::MetaConfig& config, std::string pod_uid)
+    : services_(services), config_(config), pod_uid_(std::move(pod_uid)) {
   if (services_.find_auth) auth_ = services_.find_auth(config.kubeconfig);
 }
 
@@ -44,7 +45,7 @@ k8s::ApiClient KubeAccess::client() {
     };
     transport_ = config_.agent_socket.empty() || !services_.open_relay
                      ? direct()
-                     : services_.open_relay(config_.agent_socket, *auth_, direct);
+                     : services_.open_relay(config_.agent_socket, *auth_, pod_uid_, direct);
   }
   using std::chrono::milliseconds;
   auto left = milliseconds(config_.api_lookup_deadline_ms) - spent_;

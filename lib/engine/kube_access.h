@@ -26,8 +26,10 @@ struct Services;
 /// The API calls of one invocation.
 class KubeAccess {
  public:
-  /// Finds credentials for `config` through `services` (no request is made).
-  KubeAccess(const Services& services, const cni::MetaConfig& config);
+  /// Finds credentials for `config` through `services` (no request is made). `pod_uid` is the UID
+  /// of the pod the call was started for (K8S_POD_UID, "" when unknown), told to the node agent's
+  /// relay so that it may answer the pod's lookups from memory.
+  KubeAccess(const Services& services, const cni::MetaConfig& config, std::string pod_uid = {});
   ~KubeAccess();
   KubeAccess(const KubeAccess&) = delete;
   KubeAccess& operator=(const KubeAccess&) = delete;
@@ -69,6 +71,7 @@ class KubeAccess {
 
   const Services& services_;
   const cni::MetaConfig& config_;
+  std::string pod_uid_;
   std::optional<http::ClusterAuth> auth_;
   std::unique_ptr<http::HttpTransport> transport_;
   std::chrono::milliseconds spent_{0};

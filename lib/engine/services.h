@@ -50,9 +50,10 @@ struct Services {
   std::function<std::unique_ptr<http::HttpTransport>(const http::ClusterAuth&, const std::string& tls_session_dir)>
       open_transport;
   /// Opens the transport through the node agent's API relay on the given socket, for the API server
-  /// of the credentials, with the direct transport (made by the given factory) as its fallback.
-  /// Unset: every request goes directly.
+  /// of the credentials, for a call started for the pod of the given UID ("" when unknown), with the
+  /// direct transport (made by the given factory) as its fallback. Unset: every request goes directly.
   std::function<std::unique_ptr<http::HttpTransport>(const std::string& socket, const http::ClusterAuth&,
+                                                     const std::string& pod_uid,
                                                      std::function<std::unique_ptr<http::HttpTransport>()> direct)>
       open_relay;
   /// Sleeps between API retries and while polling for the readiness indicator file.

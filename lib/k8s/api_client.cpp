@@ -233,6 +233,23 @@ Json ApiClient::list_multi_network_policies(const std::string& ns) {
   return list;
 }
 
+Json ApiClient::list_nads(const std::string& ns) {
+  require_namespace(ns);
+  Call t{"network-attachment-definitions",
+         ns,
+         "",
+         "/apis/k8s.cni.cncf.io/v1/namespaces/" + ns + "/network-attachment-definitions",
+         "GET",
+         {},
+         "NetworkAttachmentDefinitionList",
+         true};
+  Json list = call_for_object(t);
+  if (!list.contains("items") || !list["items"].is_array())
+    throw cni::CniError(cni::ErrorCode::Decoding,
+                        "Kubernetes API answer to GET " + t.describe() + " has no items list");
+  return list;
+}
+
 Json ApiClient::list_node_pods(const std::string& node) {
   Call t{"pods", "", "", "/api/v1/pods?" + node_selector(node), "GET", {}, "PodList", true};
   Json list = call_for_object(t);

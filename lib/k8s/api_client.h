@@ -92,6 +92,10 @@ class ApiClient {
   /// label, ApiError for an error answer (404 when the CRD is not installed), CniError(Decoding)
   /// for an answer that is not a list.
   Json list_multi_network_policies(const std::string& ns);
+  /// GET /apis/k8s.cni.cncf.io/v1/namespaces/{ns}/network-attachment-definitions: the namespace's
+  /// NetworkAttachmentDefinitionList (a consistent read), with retries. Throws as
+  /// list_multi_network_policies().
+  Json list_nads(const std::string& ns);
   /// GET /api/v1/pods?fieldSelector=spec.nodeName%3D{node} (every namespace): the node's PodList,
   /// with retries like every call. Throws CniError(InvalidConfig) for a node name that is not a
   /// DNS-1123 subdomain, CniError(Decoding) for an answer that is not a PodList.

@@ -161,6 +161,7 @@ std::string encode_request(const RelayRequest& request) {
     list.push_back(
         {{"method", r.method}, {"target", r.target}, {"headers", encode_headers(r.headers)}, {"body", r.body}});
   j["requests"] = std::move(list);
+  if (!request.pod_uid.empty()) j["podUid"] = request.pod_uid;
   return dump(j);
 }
 
@@ -172,6 +173,10 @@ RelayRequest decode_request(const std::string& payload) {
   if (timeout.get<unsigned long long>() < 1 || timeout.get<unsigned long long>() > kMaxTimeoutMs)
     bad("\"timeoutMs\" is outside 1 ms to 10 min");
   out.timeout = std::chrono::milliseconds(timeout.get<long long>());
+  if (j.contains("podUid")) {
+    out.pod_uid = string_field(j, "podUid");
+    if (out.pod_uid.size() > kMaxPodUid) bad("\"podUid\" is longer than " + std::to_string(kMaxPodUid) + " bytes");
+  }
   Json& list = j["requests"];
   if (!list.is_array()) bad("\"requests\" is missing or of the wrong type");
   if (list.empty() || list.size() > kMaxRequests)

@@ -39,6 +39,8 @@ inline constexpr std::size_t kMaxHeaders = 8;
 inline constexpr std::size_t kMaxHeaderBytes = 4096;
 /// Longest request target (the API client's URL limit).
 inline constexpr std::size_t kMaxTargetBytes = 2048;
+/// Longest podUid accepted (a UID is 36 characters).
+inline constexpr std::size_t kMaxPodUid = 128;
 /// Most JSON values (objects, arrays, strings, numbers…) in a request frame: what kMaxRequests
 /// requests of kMaxHeaders headers hold, so a frame of tiny values cannot build a huge document.
 inline constexpr std::size_t kMaxFrameValues = 16 + kMaxRequests * (8 + 3 * kMaxHeaders);
@@ -50,6 +52,10 @@ struct RelayRequest {
   std::string server;                       ///< the API server the requests are for (ServerUrl::to_string())
   std::chrono::milliseconds timeout;        ///< bound of the whole batch, as HttpTransport::send_batch's
   std::vector<http::HttpRequest> requests;  ///< without an Authorization header
+  /// The UID of the pod the CNI call was started for (K8S_POD_UID; "" when unknown), sent as the
+  /// optional field "podUid": an agent with caches answers the pod's lookups from memory only for
+  /// that UID. An agent that does not know the field ignores it and forwards as before.
+  std::string pod_uid;
 };
 
 /// What the agent answers: a refusal (nothing sent upstream but GETs), or one outcome per request.

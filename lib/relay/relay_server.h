@@ -21,6 +21,7 @@
 #include <string>
 
 #include "http/http.h"
+#include "relay/relay_answers.h"
 #include "relay/relay_scope.h"
 
 namespace manifold::relay {
@@ -38,6 +39,8 @@ struct RelayServerOptions {
   /// Bytes of request frames being read and answers being built, all exchanges together; past it, a
   /// refusal (two answers of the client's largest size, and many ordinary exchanges at once).
   std::size_t max_buffered_bytes = 16u << 20;
+  /// Answers exchanges of lookups from memory before anything goes upstream (null: none do).
+  std::shared_ptr<LocalAnswers> answers;
   std::size_t wave = 8;            ///< most requests of an exchange in flight upstream at once
   std::size_t max_in_flight = 16;  ///< most requests of all exchanges in flight upstream at once
 };

@@ -53,11 +53,12 @@ util::UniqueFd connect_agent(const std::string& path, std::string& why) {
 }  // namespace
 
 RelayTransport::RelayTransport(std::string socket_path, std::string server, DirectFactory direct,
-                               std::shared_ptr<AgentTrust> trust)
+                               std::shared_ptr<AgentTrust> trust, std::string pod_uid)
     : socket_path_(std::move(socket_path)),
       server_(std::move(server)),
       open_direct_(std::move(direct)),
-      trust_(trust ? std::move(trust) : std::make_shared<OwnerTrust>(0)) {}
+      trust_(trust ? std::move(trust) : std::make_shared<OwnerTrust>(0)),
+      pod_uid_(std::move(pod_uid)) {}
 
 RelayTransport::~RelayTransport() = default;
 
@@ -84,7 +85,7 @@ std::vector<http::BatchOutcome> RelayTransport::send_batch(const std::vector<htt
   util::UniqueFd fd = connect_agent(socket_path_, why);
   if (!fd.valid()) return fall_back(why, requests, timeout);
   if (why = trust_->check_peer(fd.get()); !why.empty()) return fall_back("not trusted: " + why, requests, timeout);
-  relay::RelayRequest frame{server_, agent_bound(timeout), {}};
+  relay::RelayRequest frame{server_, agent_bound(timeout), {}, pod_uid_};
   for (const http::HttpRequest& r : requests) {
     http::HttpRequest copy{r.method, r.target, {}, r.body};
     for (const auto& header : r.headers)

@@ -27,10 +27,11 @@ class RelayTransport final : public http::HttpTransport {
   /// Opens the direct transport, on first need only.
   using DirectFactory = std::function<std::unique_ptr<http::HttpTransport>()>;
   /// Relays to the agent listening on `socket_path` the requests meant for the API server `server`
-  /// (its URL), trusting the socket and its peer as `trust` says (null: OwnerTrust of root). Opens
-  /// nothing yet.
+  /// (its URL), trusting the socket and its peer as `trust` says (null: OwnerTrust of root), telling
+  /// the agent the UID of the pod the call was started for (`pod_uid`, "" when unknown: the agent
+  /// then answers no lookup from memory). Opens nothing yet.
   RelayTransport(std::string socket_path, std::string server, DirectFactory direct,
-                 std::shared_ptr<AgentTrust> trust = nullptr);
+                 std::shared_ptr<AgentTrust> trust = nullptr, std::string pod_uid = {});
   ~RelayTransport() override;
 
   /// One request: relay_batch of one.
@@ -57,6 +58,7 @@ class RelayTransport final : public http::HttpTransport {
   std::string server_;
   DirectFactory open_direct_;
   std::shared_ptr<AgentTrust> trust_;
+  std::string pod_uid_;
   std::unique_ptr<http::HttpTransport> direct_;
   bool use_agent_ = true;
   int relayed_ = 0;

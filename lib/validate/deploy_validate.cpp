@@ -176,6 +176,7 @@ void validate_cluster_role(const Json& role, cni::Problems& out) {
       {"", "pods/status", {"update"}, "writing network-status"},
       {"", "events", {"create"}, "the AddedInterface/RemovedInterface events on pods"},
       {kNadGroup, kNads, {"get"}, "reading the networks pods select"},
+      {kNadGroup, kNads, {"list"}, "the node agent's NAD cache (CNI calls' lookups from memory)", true},
       {kNadGroup, "multi-networkpolicies", {"list"}, "MultiNetworkPolicy rules at ADD (when enabled)", true},
       {kDraGroup, "resourceclaims", {"get"}, "network devices of pods with DRA claims", true},
       {kDraGroup, "resourceslices", {"list"}, "network devices of pods with DRA claims", true}};

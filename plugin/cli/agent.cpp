@@ -15,6 +15,7 @@
 #include "cni/error.h"
 #include "exec/process.h"
 #include "k8s/api_client.h"
+#include "plugin/cli/agent_lookups.h"
 #include "plugin/cli/stop_signal.h"
 #include "plugin/cni/real_services.h"
 #include "relay/relay_server.h"
@@ -27,7 +28,8 @@ namespace {
 /// off, when there are no credentials (the loop reports that) or when it cannot be served (logged:
 /// CNI calls then go to the API server directly, as without an agent).
 void start_relay(const AgentCommandOptions& o, const std::string& node, const engine::Services& services,
-                 agent::RelayMetrics& metrics, std::optional<relay::RelayServer>& server) {
+                 agent::RelayMetrics& metrics, std::optional<AgentLookups>& lookups,
+                 std::optional<relay::RelayServer>& server) {
   if (o.relay_socket.empty()) return;
   try {
     std::optional<http::ClusterAuth> auth = services.find_auth(o.kubeconfig);
@@ -36,6 +38,7 @@ void start_relay(const AgentCommandOptions& o, const std::string& node, const en
     options.socket_path = o.relay_socket;
     options.server = auth->server;
     options.node_name = node;
+    if (lookups) options.answers = lookups->answers();
     auto upstream = [&services, auth = *auth] { return services.open_transport(auth, ""); };
     auto authorization = [files = services.files, auth = *auth] {
       std::string token = k8s::read_bearer_token(auth, *files);
@@ -45,6 +48,19 @@ void start_relay(const AgentCommandOptions& o, const std::string& node, const en
     util::log_verbose("agent: relaying CNI calls' API requests on ", o.relay_socket);
   } catch (const cni::CniError& e) {
     util::log_error("agent: no API relay for CNI calls: ", e.msg());
+  }
+}
+
+/// The caches the relay answers CNI calls' lookups from: only with a relay, credentials and a valid
+/// node name (the loop reports what is missing).
+void start_lookups(const AgentCommandOptions& o, const agent::AgentOptions& options, const engine::Services& services,
+                   agent::MetricsRegistry& registry, std::optional<AgentLookups>& lookups) {
+  if (o.relay_socket.empty() || !o.lookups || !k8s::is_dns1123_subdomain(options.node_name)) return;
+  try {
+    if (std::optional<http::ClusterAuth> auth = services.find_auth(o.kubeconfig))
+      lookups.emplace(services, *auth, options.node_name, o.api_qps, o.api_burst, registry);
+  } catch (const cni::CniError& e) {
+    util::log_error("agent: no lookups from memory: ", e.msg());
   }
 }
 
@@ -113,12 +129,15 @@ int run_agent(const AgentCommandOptions& o) {
   engine::Services services = real_services(runner);
   agent::MetricsRegistry registry;
   agent::AgentMetrics metrics(registry);
+  std::optional<AgentLookups> lookups;  // outlives the loop and the relay, which use it
+  start_lookups(o, options, services, registry, lookups);
   agent::Agent loop(services, options, metrics);
+  if (lookups) loop.feed_lookups(&lookups->pods());
   std::optional<agent::StatusServer> server;
   if (!start_status_server(o, registry, loop, server)) return 1;
   agent::RelayMetrics relay_metrics(registry);
   std::optional<relay::RelayServer> relay_server;
-  start_relay(o, options.node_name, services, relay_metrics, relay_server);
+  start_relay(o, options.node_name, services, relay_metrics, lookups, relay_server);
 
   std::thread installer;
   if (!o.no_install) {

@@ -21,6 +21,7 @@ struct AgentCommandOptions {
   std::string cni_dir = "/var/lib/cni/manifold";          ///< the CNI binary's cache (cniDir)
   std::string metrics_address = "127.0.0.1:9155";         ///< where /metrics and /healthz are served
   std::string relay_socket = "/run/manifold/agent.sock";  ///< the API relay for CNI calls; "" = none
+  bool lookups = true;                                    ///< the relay answers lookups from its caches
   int watch_timeout_s = 300;                              ///< server-side end of each WATCH
   int idle_timeout_s = 90;                                ///< a silent stream is dropped after this long
   int max_backoff_ms = 30000;                             ///< longest wait between retries

@@ -93,6 +93,8 @@ CLI::App* add_agent_command(CLI::App& app, AgentCommandOptions& aopts) {
       ->add_option("--relay-socket", aopts.relay_socket,
                    "Unix socket on which CNI calls hand the agent their API requests (\"\" = none)")
       ->capture_default_str();
+  agent->add_flag("--no-lookups{false}", aopts.lookups,
+                  "the relay forwards every lookup upstream instead of answering from its pod and NAD caches");
   agent->add_option("--log-level", aopts.log_level, "error, verbose or debug")->capture_default_str();
   return agent;
 }

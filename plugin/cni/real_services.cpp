@@ -49,10 +49,10 @@ engine::Services real_services(exec::ProcessRunner& runner) {
     auto sessions = session_dir.empty() ? nullptr : std::make_shared<http::TlsSessionStore>(session_dir, files, writer);
     return std::make_unique<http::BeastTransport>(auth, std::move(sessions));
   };
-  s.open_relay = [](const std::string& socket, const http::ClusterAuth& auth,
+  s.open_relay = [](const std::string& socket, const http::ClusterAuth& auth, const std::string& pod_uid,
                     relay::RelayTransport::DirectFactory direct) -> std::unique_ptr<http::HttpTransport> {
     return std::make_unique<relay::RelayTransport>(socket, http::parse_server_url(auth.server).to_string(),
-                                                   std::move(direct));
+                                                   std::move(direct), nullptr, pod_uid);
   };
   s.sleeper = std::make_shared<util::RealSleeper>();
   s.clock = std::make_shared<util::SteadyClock>();

@@ -5,6 +5,7 @@
 // are one engine call each after the same set-up.
 #include "plugin/cni/verbs.h"
 
+#include "cni/cni_args.h"
 #include "cni/netconf.h"
 #include "engine/cached.h"
 #include "engine/check.h"
@@ -34,7 +35,7 @@ engine::Session begin(const Services& services, const cni::Invocation& inv) {
 std::string Commands::add(const cni::Invocation& inv) {
   engine::Session s = begin(services_, inv);
   engine::wait_for_readiness(services_, s.config, engine::Readiness::Wait);
-  engine::KubeAccess kube(services_, s.config);
+  engine::KubeAccess kube(services_, s.config, cni::pod_ref_from(inv.args).uid);
   auto pod = engine::lookup_pod(kube, inv);
   engine::Plan plan = engine::plan_add(services_, s, kube, inv, pod);
 

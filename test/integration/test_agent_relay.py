@@ -38,9 +38,10 @@ class RelayTest(AgentTestCase):
         self.write_k8s(agentSocket=self.relay_socket)
 
     def cni_requests(self):
-        """The double's log entries of the test pod's CNI calls (the agent's watch excluded)."""
+        """The double's log entries of the test pod's CNI calls (the agent's watch and its NAD LISTs
+        excluded)."""
         return [e for e in self.requests() if e["path"].startswith("/api/v1/namespaces/default/")
-                or "network-attachment-definitions" in e["path"]]
+                or "network-attachment-definitions/" in e["path"]]
 
     def assertRelayed(self, entries):
         """Every entry came through the agent: its certificate, no bearer token, one connection of
@@ -63,7 +64,8 @@ class RelayTest(AgentTestCase):
         return run
 
     def test_add_check_and_del_go_through_the_agent(self):
-        self.start_agent(kubeconfig=self.cert_kubeconfig)
+        # Without its caches, so that the lookups travel the relay too (test_agent_lookups.py: with).
+        self.start_agent("--no-lookups", kubeconfig=self.cert_kubeconfig)
         self.api.clear_requests()
         connections_before = len(self.api.connections())
         self.add_blue()

@@ -154,7 +154,7 @@ TEST_CASE("reconciler: the agent's own API calls never go through the relay", "[
   World& w = s.w;
   int relays_opened = 0;
   manifold::engine::Services services = w.services();
-  services.open_relay = [&relays_opened](const std::string&, const manifold::http::ClusterAuth&,
+  services.open_relay = [&relays_opened](const std::string&, const manifold::http::ClusterAuth&, const std::string&,
                                          std::function<std::unique_ptr<manifold::http::HttpTransport>()> direct) {
     ++relays_opened;
     return direct();

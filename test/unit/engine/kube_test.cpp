@@ -526,7 +526,7 @@ TEST_CASE("kube attachments: agentSocket opens the agent relay, with the direct 
           "[plugin]") {
   std::vector<std::string> sockets;
   auto relay_into = [&](Fixture& f) {
-    f.services.open_relay = [&sockets](const std::string& socket, const http::ClusterAuth& auth,
+    f.services.open_relay = [&sockets](const std::string& socket, const http::ClusterAuth& auth, const std::string&,
                                        std::function<std::unique_ptr<http::HttpTransport>()> direct) {
       sockets.push_back(socket + " " + auth.server);
       return direct();  // the fallback factory is the direct transport, session directory included

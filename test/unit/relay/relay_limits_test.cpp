@@ -28,7 +28,7 @@ namespace {
 const std::string kNad = "/apis/k8s.cni.cncf.io/v1/namespaces/default/network-attachment-definitions/big";
 
 relay::RelayRequest batch(std::size_t n, HttpRequest r = {"GET", kNad, {{"Accept", "application/json"}}, ""}) {
-  return {"https://10.0.0.1:6443", 1000ms, std::vector<HttpRequest>(n, r)};
+  return {"https://10.0.0.1:6443", 1000ms, std::vector<HttpRequest>(n, r), ""};
 }
 
 int decode_code(const std::string& payload) {

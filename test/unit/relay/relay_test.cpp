@@ -168,7 +168,7 @@ TEST_CASE("relay policy: the plugin's own calls pass, everything else is refused
 }
 
 TEST_CASE("relay protocol: frames round-trip, and malformed ones are decoding errors", "[relay]") {
-  relay::RelayRequest request{kServer, 2500ms, {get(kPod), {"PUT", kPod + "/status", {}, "{\"a\":\"\\u00e9\"}"}}};
+  relay::RelayRequest request{kServer, 2500ms, {get(kPod), {"PUT", kPod + "/status", {}, "{\"a\":\"\\u00e9\"}"}}, ""};
   relay::RelayRequest back = relay::decode_request(relay::encode_request(request));
   CHECK(back.server == kServer);
   CHECK(back.timeout == 2500ms);
