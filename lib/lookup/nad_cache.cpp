@@ -57,20 +57,27 @@ NadCache::Space* NadCache::space(const std::string& ns) {
   return &spaces_[ns];
 }
 
-void NadCache::enqueue(const std::string& ns, Space& s) {
-  if (s.queued || s.listing) return;
+void NadCache::enqueue(const std::string& ns, Space& s, Clock::time_point due) {
+  if (s.listing || (s.queued && s.due <= due)) return;
+  s.due = due;
+  if (!s.queued) queue_.push_back(ns);
   s.queued = true;
-  queue_.push_back(ns);
   work_ready_.notify_one();
 }
 
-void NadCache::want(const std::string& ns, std::uint64_t rv) {
+void NadCache::want(const std::string& ns, std::uint64_t rv, Clock::time_point due) {
   Space* s = space(ns);
   if (!s || (s->progress && *s->progress >= rv)) return;
   s->wanted = std::max(s->wanted, rv);
   s->last_want = ++want_counter_;
   s->failed = false;
-  enqueue(ns, *s);
+  enqueue(ns, *s, due);
+}
+
+std::deque<std::string>::iterator NadCache::next_due() {
+  return std::min_element(queue_.begin(), queue_.end(), [this](const std::string& a, const std::string& b) {
+    return spaces_[a].due < spaces_[b].due;
+  });
 }
 
 void NadCache::new_pod(const std::vector<std::string>& namespaces, std::uint64_t bound_rv) {
@@ -81,7 +88,7 @@ void NadCache::new_pod(const std::vector<std::string>& namespaces, std::uint64_t
     if (s.used != Clock::time_point{} && now - s.used <= limits_.recently_read &&
         std::find(all.begin(), all.end(), ns) == all.end())
       all.push_back(ns);
-  for (const std::string& ns : all) want(ns, bound_rv);
+  for (const std::string& ns : all) want(ns, bound_rv, now + limits_.batch);
 }
 
 void NadCache::work() {
@@ -89,8 +96,13 @@ void NadCache::work() {
   for (;;) {
     work_ready_.wait(lock, [this] { return stop_ || !queue_.empty(); });
     if (stop_) return;
-    const std::string ns = queue_.front();
-    queue_.pop_front();
+    auto next = next_due();
+    if (Clock::time_point due = spaces_[*next].due; due > Clock::now()) {
+      work_ready_.wait_until(lock, due);  // more pods may come to share it, or a lookup hurry it
+      continue;
+    }
+    const std::string ns = *next;
+    queue_.erase(next);
     auto it = spaces_.find(ns);
     if (it == spaces_.end()) continue;
     it->second.queued = false;
@@ -139,7 +151,7 @@ void NadCache::apply(const std::string& ns, std::uint64_t started, const std::op
   // Older than asked: an ask that came while the LIST was in flight may be for a pod the LIST's read
   // did not see yet, so one more LIST answers it; an ask from before it cannot get fresher this way
   // (the resourceVersions do not compare): those lookups go to the API server.
-  if (s.last_want > started) return enqueue(ns, s);
+  if (s.last_want > started) return enqueue(ns, s, s.waiters > 0 ? Clock::now() : Clock::now() + limits_.batch);
   s.unreachable = std::max(s.unreachable, s.wanted);
 }
 
@@ -166,13 +178,13 @@ NadAnswer NadCache::get(const std::string& ns, const std::string& name, std::uin
     return out;
   }
   s->used = Clock::now();
-  if (s->failed && !s->queued && !s->listing) want(ns, bound_rv);  // an earlier LIST failed: try again
+  if (s->failed && !s->queued && !s->listing) want(ns, bound_rv, Clock::now());  // an earlier LIST failed
   ++s->waiters;
   for (;;) {
     out.verdict = check(*s, name, bound_rv, out.body);
     const bool final = out.verdict != Verdict::Stale || s->unreachable >= bound_rv || stop_;
     if (final) break;
-    if (!s->queued && !s->listing) want(ns, bound_rv);
+    if (!s->listing) want(ns, bound_rv, Clock::now());  // not queued, or queued for later: now
     if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) {
       out.verdict = check(*s, name, bound_rv, out.body);
       break;

@@ -6,9 +6,10 @@
 // created) has a smaller resourceVersion of the same etcd, so the copy holds it. A copy that is not
 // provably fresh is refreshed: one LIST of the namespace's NADs, shared by every pod waiting on it
 // (a LIST started after a pod was seen answers for it; pods seen while it was in flight get one more
-// LIST, however many they are). The refresh starts as soon as the pod watch shows a new pod (its own
+// LIST, however many they are). The refresh starts soon after the pod watch shows a new pod (its own
 // namespace, those its annotations name, and the namespaces calls read recently, such as the cluster
-// network's), so the ADD finds the copy ready. A lookup that would need a newer copy waits for it
+// network's; it waits a moment, 100 ms, for the other pods of a burst to share it), so the ADD finds
+// the copy ready. A lookup that would need a newer copy starts the LIST at once and waits for it
 // (bounded), then goes to the API server. Why LISTs and no NAD watch: a watch proves its progress
 // only at its bookmarks (about once a minute), never for a pod bound a moment ago, so each new pod
 // would need a LIST anyway; and a copy is served at most once per pod (pod_cache.h), so no answer
@@ -53,6 +54,9 @@ class NadCache {
     std::size_t max_namespaces = 64;          ///< namespaces kept (least recently used evicted)
     std::size_t max_bytes = 8u << 20;         ///< the NADs' JSON together
     std::chrono::seconds recently_read{600};  ///< a namespace read this recently is refreshed for every new pod
+    /// How long a refresh for a new pod waits for more pods to share its LIST; a lookup that needs
+    /// it starts it at once.
+    std::chrono::milliseconds batch{100};
   };
 
   /// Lists through `lister` (on the cache's worker thread).
@@ -89,10 +93,12 @@ class NadCache {
     std::size_t bytes = 0;
     int waiters = 0;
     Clock::time_point used{};
+    Clock::time_point due{};  ///< when the queued LIST is to start
   };
   Space* space(const std::string& ns);
-  void want(const std::string& ns, std::uint64_t rv);
-  void enqueue(const std::string& ns, Space& s);
+  void want(const std::string& ns, std::uint64_t rv, Clock::time_point due);
+  void enqueue(const std::string& ns, Space& s, Clock::time_point due);
+  std::deque<std::string>::iterator next_due();
   void work();
   void apply(const std::string& ns, std::uint64_t started, const std::optional<Json>& list);
   Verdict check(const Space& s, const std::string& name, std::uint64_t rv, std::string& body) const;

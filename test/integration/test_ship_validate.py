@@ -97,6 +97,16 @@ class ValidateTest(unittest.TestCase):
         self.assertIn(path + " [ClusterRole manifold]: $.rules: pods watch: not granted; "
                       "needed for the node agent's pod watch (hot-plug)", r.stdout.splitlines())
 
+    def test_shipped_rbac_without_nad_list_warns(self):
+        # The CNI binary needs get only; the node agent's NAD cache lists (lookups from memory).
+        path = self.shipped_copy("rbac.yaml", 'resources: ["network-attachment-definitions"]\n    verbs: ["get", "list"]',
+                                 'resources: ["network-attachment-definitions"]\n    verbs: ["get"]')
+        r = self.validate(path)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn(path + " [ClusterRole manifold]: warning: $.rules: network-attachment-definitions list: not "
+                      "granted; needed for the node agent's NAD cache (CNI calls' lookups from memory)",
+                      r.stdout.splitlines())
+
     def test_shipped_rbac_granting_pod_update_is_flagged(self):
         # Multus's role grants update on pods; every node holds the token, so that is any pod's spec.
         path = self.shipped_copy("rbac.yaml", 'verbs: ["get", "list", "watch"]',

@@ -80,6 +80,30 @@ TEST_CASE("a burst of pods shares one LIST per namespace", "[lookup]") {
   CHECK(cache.namespaces() == 2);
 }
 
+TEST_CASE("pods seen close together share one LIST per namespace, which a lookup hurries", "[lookup]") {
+  FakeNadServer api;
+  api.put("ns1", "blue", "v1");
+  api.put("ns2", "green", "v1");
+  NadCache::Limits slow;
+  slow.batch = std::chrono::seconds(600);  // never due on its own during the test
+  NadCache cache([&](const std::string& ns) { return api.list(ns); }, slow);
+  std::vector<std::uint64_t> bound;
+  for (int i = 0; i < 100; ++i) {
+    bound.push_back(api.write());
+    cache.new_pod({"ns1", "ns2"}, bound.back());
+  }
+  CHECK(api.lists() == 0);  // waiting for more pods of the burst
+  std::vector<std::thread> calls;
+  std::vector<Verdict> verdicts(100, Verdict::Stale);
+  for (int i = 0; i < 100; ++i)
+    calls.emplace_back([&, i] {
+      verdicts[i] = cache.get(i % 2 ? "ns1" : "ns2", i % 2 ? "blue" : "green", bound[i], later()).verdict;
+    });
+  for (auto& t : calls) t.join();
+  for (Verdict v : verdicts) CHECK(v == Verdict::Hit);
+  CHECK(api.lists() == 2);  // one per namespace for the 100 pods
+}
+
 TEST_CASE("a NAD copy that cannot be proven fresh is not served", "[lookup]") {
   FakeNadServer api;
   api.put("ns1", "blue", "v1");
