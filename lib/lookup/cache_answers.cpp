@@ -78,4 +78,17 @@ std::optional<std::vector<http::HttpResponse>> CacheAnswers::answer(const std::v
   return out;
 }
 
+void CacheAnswers::upstream_answer(const http::HttpRequest& request, const http::BatchOutcome& outcome) {
+  const auto* response = std::get_if<http::HttpResponse>(&outcome);
+  if (request.method != "PUT" || !response || response->status != 409) return;
+  std::string_view target = request.target;
+  if (target.substr(0, base_path_.size()) != base_path_) return;
+  std::vector<std::string_view> seg = relay::path_segments(target.substr(base_path_.size()));
+  if (seg.size() != 7 || seg[0] != "api" || seg[2] != "namespaces" || seg[4] != "pods" || seg[6] != "status") return;
+  // A conflict is rare: the refused body is parsed whole, for its resourceVersion alone.
+  Json body = Json::parse(request.body, nullptr, false);
+  const Json* rv = body.is_discarded() ? nullptr : json_at(body, {"metadata", "resourceVersion"});
+  if (rv && rv->is_string()) pods_.superseded(std::string(seg[3]), std::string(seg[5]), rv->get<std::string>());
+}
+
 }  // namespace manifold::lookup

@@ -37,6 +37,8 @@ class CacheAnswers final : public relay::LocalAnswers {
   std::optional<std::vector<http::HttpResponse>> answer(const std::vector<http::HttpRequest>& requests,
                                                         const std::string& pod_uid,
                                                         Clock::time_point deadline) override;
+  /// A status PUT answered 409: the pod's cached copy of the PUT's resourceVersion is superseded.
+  void upstream_answer(const http::HttpRequest& request, const http::BatchOutcome& outcome) override;
 
  private:
   struct Lookup {

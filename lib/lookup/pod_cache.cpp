@@ -58,6 +58,8 @@ const char* verdict_name(Verdict v) {
       return "other-node";
     case Verdict::StaticPod:
       return "static-pod";
+    case Verdict::Superseded:
+      return "superseded";
     case Verdict::NotInteger:
       return "rv-not-integer";
     case Verdict::Stale:
@@ -98,7 +100,7 @@ void PodCache::store(const k8s::Pod& pod, std::vector<std::function<void()>>& te
   auto it = by_uid_.find(pod.uid);
   if (it == by_uid_.end()) {
     if (by_uid_.size() >= limits_.max_pods || bytes_ + body.size() > limits_.max_bytes) return;
-    Entry e{pod.namespace_, pod.name, node_of(pod), {}, std::nullopt, false, false};
+    Entry e{pod.namespace_, pod.name, node_of(pod), {}, {}, std::nullopt, false, false, false};
     if (e.node == node_) e.bound_rv = parse_resource_version(pod.resource_version);
     if (e.bound_rv && listener_)
       tell.push_back([this, namespaces = namespaces_of(pod), rv = *e.bound_rv] { listener_(namespaces, rv); });
@@ -113,6 +115,8 @@ void PodCache::store(const k8s::Pod& pod, std::vector<std::function<void()>>& te
   if (e.node != node_ && node_of(pod) == node_) e.bound_rv = parse_resource_version(pod.resource_version);
   e.node = node_of(pod);
   e.is_static = pod.is_static();
+  if (e.rv != pod.resource_version) e.superseded = false;
+  e.rv = pod.resource_version;
   bytes_ = bytes_ - e.body.size() + body.size();
   e.body = std::move(body);
 }
@@ -170,8 +174,9 @@ Verdict PodCache::wait_for(std::unique_lock<std::mutex>& lock, const std::functi
   for (;;) {
     if (!live_) return Verdict::WatchDown;
     Verdict v = check();
-    // Only a pod not there yet is worth waiting for: the watch may not have delivered it.
-    if (v != Verdict::NotCached && v != Verdict::UidMismatch) return v;
+    // Only a pod not there yet (or not in its latest version) is worth waiting for: the watch may
+    // not have delivered it.
+    if (v != Verdict::NotCached && v != Verdict::UidMismatch && v != Verdict::Superseded) return v;
     if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) return live_ ? check() : Verdict::WatchDown;
     waited = true;
   }
@@ -191,7 +196,8 @@ PodAnswer PodCache::get(const std::string& ns, const std::string& name, const st
     if (name_it == uid_by_name_.end()) return Verdict::NotCached;
     found = &by_uid_.at(name_it->second);
     if (name_it->second != uid) return found->is_static ? Verdict::StaticPod : Verdict::UidMismatch;
-    return found->node == node_ ? Verdict::Hit : Verdict::OtherNode;
+    if (found->node != node_) return Verdict::OtherNode;
+    return found->superseded ? Verdict::Superseded : Verdict::Hit;
   };
   out.verdict = wait_for(lock, check, deadline, out.waited);
   if (out.verdict == Verdict::Hit) out.body = found->body;
@@ -221,6 +227,14 @@ BoundPod PodCache::bound(const std::string& uid, Clock::time_point deadline, boo
   out.bound_rv = *found->bound_rv;
   if (claim_nads) found->nads_served = true;
   return out;
+}
+
+void PodCache::superseded(const std::string& ns, const std::string& name, const std::string& rv) {
+  std::lock_guard lock(mu_);
+  auto uid = uid_by_name_.find(ns + "/" + name);
+  if (uid == uid_by_name_.end()) return;
+  Entry& e = by_uid_.at(uid->second);
+  if (!rv.empty() && e.rv == rv) e.superseded = true;
 }
 
 bool PodCache::has_namespace(const std::string& ns) const {

@@ -3,7 +3,9 @@
 // A copy is handed out only when it provably is the pod the call was started for: the watch is live
 // (listed, and not failed since), the cached pod's UID is the K8S_POD_UID of the call and it is
 // bound to this node. A pod recreated under the same name has another UID, so until the watch
-// delivers the new one the call waits (bounded) and then goes to the API server. The cache also
+// delivers the new one the call waits (bounded) and then goes to the API server; so does a call
+// re-reading its pod after its status write conflicted, until the watch shows the newer version
+// the API server refused that write for. The cache also
 // remembers the resourceVersion at which it first saw each pod on this node, which the NAD cache
 // compares with its own progress (nad_cache.h), and tells a listener about each new pod so that
 // the NADs it will read are refreshed before its ADD arrives. Bounded in pods and bytes: past
@@ -36,6 +38,7 @@ enum class Verdict {
   UidMismatch,   ///< the cached pod of that name has another UID (recreated, or a static pod)
   OtherNode,     ///< the cached pod is not bound to this node
   StaticPod,     ///< a static pod: its mirror pod has another UID than the call's
+  Superseded,    ///< the API server refused a write of the cached copy (409): newer than the watch's
   NotInteger,    ///< a resourceVersion that is not an integer: freshness cannot be proven
   Stale,         ///< the NAD cache did not reach the pod's resourceVersion in time
   ServedBefore,  ///< the pod's NADs were already served once from memory
@@ -98,6 +101,10 @@ class PodCache {
   /// The pod of UID `uid` for a NAD lookup (waits as get()). With `claim_nads`, a Hit also marks
   /// the pod's NADs as served: a later call gets ServedBefore.
   BoundPod bound(const std::string& uid, Clock::time_point deadline, bool claim_nads);
+  /// The API server answered a write of pod `ns`/`name` at resourceVersion `rv` with a conflict:
+  /// a cached copy of that version is no longer handed out; a lookup waits for the watch to deliver
+  /// the newer one (the call's re-read after its conflict).
+  void superseded(const std::string& ns, const std::string& name, const std::string& rv);
   /// True when a cached pod of this node is in namespace `ns`.
   bool has_namespace(const std::string& ns) const;
   /// Pods cached.
@@ -107,10 +114,11 @@ class PodCache {
 
  private:
   struct Entry {
-    std::string ns, name, node, body;
+    std::string ns, name, node, body, rv;
     std::optional<std::uint64_t> bound_rv;
     bool nads_served = false;
     bool is_static = false;
+    bool superseded = false;  ///< a write of this version conflicted: the watch has not caught up
   };
   void store(const k8s::Pod& pod, std::vector<std::function<void()>>& tell);
   void drop(const std::string& uid);

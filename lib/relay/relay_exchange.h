@@ -77,8 +77,8 @@ using AnswerCheck = std::function<std::string(const http::HttpRequest&, const ht
 
 /// Sends `requests` through `upstream` in waves of at most `wave` requests (fewer once answers turn
 /// out large), each wave's slots taken from `in_flight` first (when given), all within `timeout`,
-/// encoding the answers within kMaxAnswerFrame and `hold`'s budget. `check` (may be empty) vets each
-/// answer; only for an exchange of GETs, which a refusal may follow.
+/// encoding the answers within kMaxAnswerFrame and `hold`'s budget. `check` (may be empty) sees and
+/// vets each answer: a reason it returns refuses the exchange, which only an exchange of GETs may be.
 ExchangeResult run_exchange(http::HttpTransport& upstream, const std::vector<http::HttpRequest>& requests,
                             std::chrono::milliseconds timeout, std::size_t wave, BudgetHold& hold,
                             const AnswerCheck& check, InFlight* in_flight = nullptr);

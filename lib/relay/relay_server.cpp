@@ -294,8 +294,11 @@ struct RelayServer::Impl {
     if (!auth.empty())
       for (http::HttpRequest& r : requests) r.headers.emplace_back("Authorization", auth);
     AnswerCheck check;
-    if (check_answers)
-      check = [this](const http::HttpRequest& r, const http::BatchOutcome& o) { return scope->check_answer(r, o); };
+    if (check_answers || options.answers)
+      check = [this, check_answers](const http::HttpRequest& r, const http::BatchOutcome& o) {
+        if (options.answers) options.answers->upstream_answer(r, o);
+        return check_answers ? scope->check_answer(r, o) : std::string();
+      };
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     ExchangeResult result = run_exchange(*transport, requests, std::max(left, std::chrono::milliseconds(1)),
                                          options.wave, hold, check, &in_flight);

@@ -6,7 +6,8 @@ log: an ADD through the agent makes no GET upstream, only the status PUT and the
 freshness rule that must send a lookup upstream does: a call for a pod UID the agent does not have
 (a stale ADD of a pod recreated under its name) is fetched, a NAD changed just before a pod starts
 is the one the pod gets, a pod whose NADs were already served once (a repeated ADD) reads them
-upstream, and with the pod watch down every lookup goes upstream. The counts are on /metrics.
+upstream, a status write that conflicts re-reads the newer pod (not the copy the refused write was
+built from), and with the pod watch down every lookup goes upstream. The counts are on /metrics.
 """
 import ipaddress
 import os
@@ -98,6 +99,23 @@ class LookupsTest(AgentTestCase):
         self.assertOk(self.add())
         self.assertIn(self.net1_address(), ipaddress.ip_network(NEW_SUBNET))
         self.assertEqual(self.cni_gets(), [], "the recreated pod's ADD read from the API server")
+        self.assertOk(self.delete())
+        self.assertNothingLeft(self.pod)
+
+    def test_a_status_write_that_conflicts_rereads_the_newer_pod_from_memory(self):
+        self.add_node_pod("blue")
+        self.start_watching()
+        self.api.conflict_next()  # a concurrent writer changes the pod just before the status PUT
+        self.api.clear_requests()
+        self.assertOk(self.add())
+        self.assertEqual(self.status_interfaces(), {"eth0": "cluster", "net1": "default/blue"})
+        puts = [e for e in self.requests(method="PUT") if e["path"].endswith("/status")]
+        self.assertGreaterEqual(len(puts), 2, "no conflict happened")
+        # The re-read after the 409 is not the copy the refused PUT was built from: the agent waits
+        # for its watch to deliver the newer pod.
+        self.assertEqual(self.cni_gets(), [])
+        hits = self.lookups("pod", "cached", "hit") + self.lookups("pod", "waited", "hit")
+        self.assertEqual(hits, 2)
         self.assertOk(self.delete())
         self.assertNothingLeft(self.pod)
 

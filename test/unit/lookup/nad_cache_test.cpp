@@ -185,4 +185,13 @@ TEST_CASE("the relay's answers from memory: a call's pod and NADs, whole or not 
   CHECK_FALSE(answers.answer({get(kPod), {"PUT", kPod + std::string("/status"), {}, "{}"}}, "uid-1", later()));
   CHECK_FALSE(answers.answer({get(kPod + std::string("?watch=1"))}, "uid-1", later()));
   CHECK(counted.seen.size() == before);  // not lookups: not counted
+  // The call's status PUT conflicts: the copy it was built from is not handed out again.
+  std::string put_body = R"({"metadata":{"resourceVersion":")" +
+                         Json::parse((*pod)[0].body)["metadata"]["resourceVersion"].get<std::string>() + R"("}})";
+  answers.upstream_answer({"PUT", kPod + std::string("/status"), {}, put_body},
+                          manifold::http::HttpResponse{409, {}, "{}"});
+  CHECK_FALSE(answers.answer({get(kPod)}, "uid-1", Clock::now() + std::chrono::milliseconds(20)));
+  CHECK(counted.seen.back() == "pod superseded");
+  pods.observe(watched_pod("ns1", "web", "uid-1", std::to_string(api.write())));
+  CHECK(answers.answer({get(kPod)}, "uid-1", later()));
 }

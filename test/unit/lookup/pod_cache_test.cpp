@@ -83,6 +83,21 @@ TEST_CASE("a pod recreated under the same name is fetched until the watch shows 
   CHECK(cache.size() == 1);
 }
 
+TEST_CASE("a pod copy whose write conflicted is not served until the watch shows the newer one", "[lookup]") {
+  PodCache cache("node1");
+  cache.set_live(true);
+  cache.observe(watched_pod("ns1", "web", "uid-1", "100"));
+  cache.superseded("ns1", "web", "99");  // a write of another version: nothing to forget
+  CHECK(cache.get("ns1", "web", "uid-1", now()).verdict == Verdict::Hit);
+  cache.superseded("ns1", "web", "100");
+  CHECK(cache.get("ns1", "web", "uid-1", now()).verdict == Verdict::Superseded);
+  std::thread watch([&] { cache.observe(watched_pod("ns1", "web", "uid-1", "101")); });
+  auto a = cache.get("ns1", "web", "uid-1", later());  // the call's re-read waits for the watch
+  watch.join();
+  REQUIRE(a.verdict == Verdict::Hit);
+  CHECK(Json::parse(a.body)["metadata"]["resourceVersion"] == "101");
+}
+
 TEST_CASE("a static pod's mirror is never served for the kubelet's UID, without waiting", "[lookup]") {
   PodCache cache("node1");
   cache.set_live(true);

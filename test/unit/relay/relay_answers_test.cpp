@@ -43,6 +43,11 @@ struct Memory final : relay::LocalAnswers {
     if (pod_uid != "uid-1" || requests.size() != 1 || requests[0].target != kPod) return std::nullopt;
     return std::vector<HttpResponse>{{200, {{"Content-Type", "application/json"}}, "{\"from\":\"memory\"}"}};
   }
+  void upstream_answer(const HttpRequest& request, const manifold::http::BatchOutcome&) override {
+    std::lock_guard lock(mu);
+    seen_upstream.push_back(request.target);
+  }
+  std::vector<std::string> seen_upstream;
 };
 
 struct AllowAll final : relay::RelayScope {
@@ -103,5 +108,6 @@ TEST_CASE("relay: an exchange of lookups is answered from memory, anything else 
   CHECK(upstream.requests().size() == 1);
   CHECK(counts.answered_n == 2);
   CHECK(memory->uids == std::vector<std::string>{"uid-1", "uid-2"});
+  CHECK(memory->seen_upstream == std::vector<std::string>{kPod});  // what came back from upstream
   CHECK(served.relayed_batches() == 1);
 }
