@@ -1,8 +1,9 @@
 // The agent relay's wire protocol: how a CNI invocation hands its Kubernetes API requests to the
 // node agent over a Unix socket, so that they travel on the agent's warm, kept-alive HTTPS connection
 // instead of a TLS connection of the invocation's own. One connection carries one exchange: the client
-// writes one request frame (the batch of HTTP requests, the API server they are meant for and the
-// time they may take), the agent writes one answer frame (one outcome per request, in order, or a
+// writes one request frame (the batch of HTTP requests, the API server they are meant for, the time
+// they may take and, optionally, the UID of the pod the call was started for), the agent writes one
+// answer frame (one outcome per request, in order, or a
 // refusal: nothing that changes state was sent upstream — at most GETs, which the client may send
 // again directly). A frame is a 4-byte big-endian length and that many bytes of
 // JSON. No credentials ever cross the socket: the client leaves its Authorization header out and the

@@ -5,7 +5,9 @@
 // exchange (relay/relay_protocol.h). The agent answers only a peer whose uid is allowed (root), only
 // for its own API server, only the calls of relay_policy.h and only for pods of its own node
 // (relay_scope.h); anything else gets a refusal, which tells the client that nothing but GETs was
-// sent so it may go to the API server directly. Connections are bounded in number (a refusal past the cap), in
+// sent so it may go to the API server directly. An exchange of lookups that the agent's caches can
+// answer (relay_answers.h) is answered from memory, after the same checks, without going upstream.
+// Connections are bounded in number (a refusal past the cap), in
 // size, in time and in memory: frames are read as their bytes arrive, all exchanges together hold at
 // most max_buffered_bytes of frames, and an answer stops at the client's frame limit
 // (relay_exchange.h). stop() ends every exchange in flight within its time bound, joins every thread
