@@ -7,6 +7,7 @@
 #include "engine/cached.h"
 #include "http/kubeconfig.h"
 #include "util/error.h"
+#include "util/ifname.h"
 #include "util/json_parse.h"
 #include "util/log.h"
 
@@ -92,6 +93,8 @@ store::AttachmentRecord attachment_of(const Json& delegate, size_t index, const 
   a.name = string_member(delegate, "Name", path);
   a.ifname = string_member(delegate, "ifnameRequest", path);
   if (a.ifname.empty()) a.ifname = index == 0 ? inv.ifname : "net" + std::to_string(index);
+  // It reaches the kernel and names a file below the cache directory: the spec's characters only.
+  if (!util::is_valid_ifname(a.ifname)) bad_file(path, "has a delegate with an invalid interface name");
   a.cluster_network = index == 0;
   if (!has_usable_config(a)) bad_file(path, "has a delegate config without a plugin type");
   if (!string_member(delegate, "deviceID", path).empty() && !device_info_dir.empty()) {

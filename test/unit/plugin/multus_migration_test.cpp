@@ -157,6 +157,10 @@ TEST_CASE("DEL with a malformed Multus cache falls back to the best-effort DEL",
   SECTION("not JSON") { add_file(w, scratch, "[{\"Bytes\": "); }
   SECTION("not a list") { add_file(w, scratch, "{}"); }
   SECTION("Bytes not base64") { add_file(w, scratch, R"([{"Name": "cluster", "Bytes": "%%%"}])"); }
+  SECTION("an interface name that is no interface name") {
+    add_file(w, scratch,
+             Json::array({delegate("cluster", kCluster), delegate("default/storage", kStorage, "../../x")}).dump());
+  }
   SECTION("a config without a type") {
     add_file(w, scratch, Json::array({delegate("cluster", R"({"name": "cluster"})")}).dump());
   }
