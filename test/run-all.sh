@@ -23,7 +23,8 @@ bash test/install-deps.sh
 # The test node's Go modules are fetched while the C++ trees build: downloading is I/O, and a warm
 # machine has them already. The node's build itself waits for the cluster stage (test/cluster/).
 mkdir -p build
-bash test/cluster/build.sh --download >build/cluster-download.log 2>&1 &
+(bash test/cluster/build.sh --download && bash test/cluster/build-module.sh multus --download &&
+  bash test/cluster/build-module.sh deviceplugin --download) >build/cluster-download.log 2>&1 &
 cluster_download=$!
 
 # Line tables are all the debug information CI needs (file:line in sanitizer, valgrind and gdb
@@ -107,6 +108,9 @@ cluster_stage() {
   stage "cluster: building the test node's binaries (test/cluster/build.sh; cached per machine)"
   wait "$cluster_download" || { cat build/cluster-download.log >&2; return 1; }
   bins=$(bash test/cluster/build.sh) || return 1
+  # The scenarios' own modules (Multus thin, the test device plugin): built here, not in a test.
+  bash test/cluster/build-module.sh multus >/dev/null || return 1
+  bash test/cluster/build-module.sh deviceplugin >/dev/null || return 1
   python3 test/cluster/node.py down >/dev/null 2>&1 || true
   stage "cluster: node up with manifold installed (test/cluster/node.py up)"
   trap 'python3 test/cluster/node.py down --keep-logs build/cluster-logs' EXIT

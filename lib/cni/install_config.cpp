@@ -119,6 +119,24 @@ bool is_meta_plugin_config(const Json& config) {
   return std::any_of(plugins->begin(), plugins->end(), is_meta);
 }
 
+std::string established_network_name(const std::map<std::string, Json>& configs) {
+  auto name_of = [](const Json& config) {
+    auto name = config.is_object() ? config.find("name") : config.end();
+    return name != config.end() && name->is_string() ? name->get<std::string>() : std::string();
+  };
+  for (const auto& [file, config] : configs)
+    if (is_generated_config_name(file) && file[0] != '.' && !name_of(config).empty()) return name_of(config);
+  for (const auto& [file, config] : configs) {
+    if (is_generated_config_name(file) || !is_meta_plugin_config(config)) continue;
+    auto plugins = config.find("plugins");
+    const Json& plugin = plugins != config.end() && plugins->is_array() && !plugins->empty() ? (*plugins)[0] : config;
+    auto type = plugin.is_object() ? plugin.find("type") : plugin.end();
+    bool multus = type != plugin.end() && (*type == "multus" || *type == "multus-shim");
+    if (multus && !name_of(config).empty()) return name_of(config);
+  }
+  return std::string();
+}
+
 Json union_capabilities(const Json& primary) {
   Json caps = Json::object();
   auto take = [&](const Json& plugin) {

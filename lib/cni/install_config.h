@@ -6,6 +6,7 @@
 // of embedding the token (embedded tokens expire; a token file is re-read on every CNI call).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,6 +36,14 @@ std::vector<std::string> primary_candidates(std::vector<std::string> file_names)
 /// True when a config is itself a meta-plugin (type manifold, multus or multus-shim, or a conflist
 /// containing one); such a file is never wrapped.
 bool is_meta_plugin_config(const Json& config);
+
+/// The network name a generated config keeps when no other name is asked for: the name the node's
+/// pods are already attached under — that of manifold's own generated config among `configs` (file
+/// name → parsed content, any order), else that of the lexically first Multus config (type multus
+/// or multus-shim) that manifold replaces — or "" when there is neither. The runtime's result cache
+/// (libcni's, keyed by network name) and manifold's cache key every attachment by that name, so a
+/// new one would make the DELs of the pods already running miss what was cached for them.
+std::string established_network_name(const std::map<std::string, Json>& configs);
 
 /// The union of the true capabilities a conf declares, or its conflist's plugins declare.
 Json union_capabilities(const Json& primary);

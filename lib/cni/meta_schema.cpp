@@ -170,6 +170,7 @@ constexpr MetaField kFields[] = {
     {"kubeconfig", T::String, 0, 0, put<&M::kubeconfig>},
     {"confDir", T::String, 0, 0, put<&M::conf_dir>},
     {"cniDir", T::NonEmptyString, 0, 0, put<&M::cni_dir>},
+    {"multusCniDir", T::String, 0, 0, put<&M::multus_cni_dir>},
     {"binDir", T::String, 0, 0, put<&M::bin_dir>},
     {"readinessindicatorfile", T::String, 0, 0, put<&M::readiness_indicator_file>},
     {"readinessTimeout", T::Int, 0, 3600, put<&M::readiness_timeout_s>},

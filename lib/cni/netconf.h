@@ -32,6 +32,7 @@ struct MetaConfig {
   std::string kubeconfig;                                        ///< kubeconfig path
   std::string conf_dir = "/etc/cni/multus/net.d";                ///< confDir
   std::string cni_dir = "/var/lib/cni/manifold";                 ///< cniDir: manifold's cache
+  std::string multus_cni_dir = "/var/lib/cni/multus";            ///< multusCniDir (ours): Multus's cache ("" = never)
   std::string bin_dir = "/opt/cni/bin";                          ///< binDir: searched before CNI_PATH
   std::string readiness_indicator_file;                          ///< readinessindicatorfile
   int readiness_timeout_s = 45;                                  ///< readinessTimeout (ours): bound of the wait

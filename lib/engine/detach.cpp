@@ -10,6 +10,7 @@
 #include "engine/devices.h"
 #include "engine/entry_state.h"
 #include "engine/kube_access.h"
+#include "engine/multus_cache.h"
 #include "engine/plan.h"
 #include "engine/pod_networks.h"
 #include "engine/policy_step.h"
@@ -125,6 +126,34 @@ store::ContainerRecord rebuilt_entry(const Services& services, Session& session,
   return record;
 }
 
+// A container Multus attached before the node moved to manifold: each of its delegates gets the DEL
+// Multus would have given it, from what Multus cached, in the runtime's namespace (the cache proves
+// the interfaces are those delegates'). Multus's files go as its own DEL removes them: always, or
+// with `retryDeleteOnError` only once every DEL succeeded. False when Multus cached nothing for it.
+bool detach_multus_entry(const Services& services, Session& session, const cni::Invocation& inv) {
+  std::optional<MultusEntry> entry;
+  try {
+    entry = read_multus_entry(services, session.config.multus_cni_dir, inv, session.config.device_info_dir);
+  } catch (const CniError& e) {
+    // It can never be replayed: it goes, and the configured networks are released best-effort.
+    util::log_error(e.msg(), "; removing it and deleting the configured networks best-effort");
+    if (e.code() == static_cast<unsigned>(cni::ErrorCode::Decoding)) {  // not for an ID that is no file name
+      MultusEntry unusable;
+      unusable.scratch_file = session.config.multus_cni_dir + "/" + inv.container_id;
+      remove_multus_entry(services, unusable);
+    }
+    return false;
+  }
+  if (!entry) return false;
+  util::log_verbose("container ", inv.container_id, " was attached by Multus: DEL of its ",
+                    entry->record.attachments.size(), " networks from ", entry->scratch_file);
+  std::optional<CniError> error;
+  auto failed = delete_attachments(session, inv, entry->record, del_netns(inv.netns), error);
+  if (failed.empty() || !session.config.retry_delete_on_error) remove_multus_entry(services, *entry);
+  if (error) throw *error;
+  return true;
+}
+
 }  // namespace
 
 std::string del_netns(const std::string& netns) {
@@ -228,6 +257,7 @@ cni::Invocation invocation_for(const store::ContainerRecord& record) {
 
 void detach_entry(const Services& services, Session& session, const cni::Invocation& inv) {
   std::optional<store::ContainerRecord> record = usable_entry(session);
+  if (!record && detach_multus_entry(services, session, inv)) return;
   const bool rebuilt = !record;
   if (rebuilt) record = rebuilt_entry(services, session, inv);
   if (!rebuilt) mark_deleting(*session.cache, *record);

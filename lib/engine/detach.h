@@ -3,7 +3,8 @@
 // attachments whose DEL failed; and the whole DEL of an entry — from the cache, or, when the entry
 // is missing or unreadable, from attachments rebuilt from the config (and the pod and its NADs when
 // they can be read), DELeted without a namespace so that their IP reservations are released and no
-// link that nothing proves ours is touched.
+// link that nothing proves ours is touched; or, for a container Multus attached before the node
+// moved to manifold, from Multus's own cache.
 #pragma once
 
 #include <optional>
@@ -73,8 +74,9 @@ scoping::IptablesRunnerPool iptables_pool(const Services& services, const std::s
 /// The DEL of the call's entry (the CNI DEL): every attachment detached, the entry forgotten — or
 /// kept with the attachments whose network scoping could not be removed, and with
 /// `retryDeleteOnError` also those whose delegate's DEL failed, so the runtime's next DEL retries
-/// them. Throws the first error of a cached attachment after every one was attempted; a rebuilt
-/// DEL only logs its errors.
+/// them. Without an entry of manifold's, a container Multus attached (engine/multus_cache.h) gets
+/// the DELs of what Multus cached for it. Throws the first error of a cached attachment after every
+/// one was attempted; a rebuilt DEL only logs its errors.
 void detach_entry(const Services& services, Session& session, const cni::Invocation& inv);
 
 }  // namespace manifold::engine

@@ -33,6 +33,18 @@ class KubeDra final : public kubelet::DraApi {
   KubeAccess& kube_;
 };
 
+// Which devices the kubelet allocated to the pod, for the log (what a device network gets and why).
+void log_devices(const kubelet::DeviceTable& table, const char* source, const k8s::Pod& pod) {
+  std::string text;
+  for (const auto& [resource, ids] : table) {
+    text += (text.empty() ? "" : ", ") + resource + " [";
+    for (size_t i = 0; i < ids.size(); ++i) text += (i ? " " : "") + ids[i];
+    text += "]";
+  }
+  util::log_verbose("devices of pod ", pod.namespace_, "/", pod.name, " from ", source, ": ",
+                    text.empty() ? "none" : text);
+}
+
 kubelet::DeviceTable checkpoint_table(const Services& services, const cni::MetaConfig& config, const k8s::Pod& pod) {
   const std::string& path = config.kubelet_checkpoint_file;
   if (!services.file_exists(path)) {
@@ -47,7 +59,9 @@ kubelet::DeviceTable checkpoint_table(const Services& services, const cni::MetaC
   } catch (const util::IoError& e) {
     throw CniError(ErrorCode::DeviceUnavailable, "cannot read the kubelet device checkpoint: " + e.msg());
   }
-  return kubelet::checkpoint_devices(text, path, pod.uid);
+  kubelet::DeviceTable table = kubelet::checkpoint_devices(text, path, pod.uid);
+  log_devices(table, "the kubelet's device checkpoint", pod);
+  return table;
 }
 
 }  // namespace
@@ -57,7 +71,9 @@ kubelet::DeviceTable kubelet_pod_devices(const Services& services, const cni::Me
   if (!socket.empty() && services.file_exists(socket)) {
     try {
       const std::string answer = services.list_pod_resources(socket, std::chrono::seconds(config.kubelet_timeout_s));
-      return kubelet::pod_resources_devices(answer, pod.namespace_, pod.name);
+      kubelet::DeviceTable table = kubelet::pod_resources_devices(answer, pod.namespace_, pod.name);
+      log_devices(table, "the kubelet's PodResources", pod);
+      return table;
     } catch (const kubelet::GrpcError& e) {
       if (e.failure() != kubelet::GrpcFailure::Unreachable)
         throw CniError(ErrorCode::DeviceUnavailable,

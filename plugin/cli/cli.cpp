@@ -50,7 +50,9 @@ void add_install_flags(CLI::App& cmd, InstallOptions& o, bool agent = false) {
                  "API server URL (default: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT)");
   cmd.add_option("--cni-version", o.cni_version, "cniVersion of the generated config (default: the primary's)");
   cmd.add_flag("--force-cni-version", o.force_cni_version, "use --cni-version even when the primary's differs");
-  cmd.add_option("--name", o.network_name, "network name of the generated config (\"\" = the primary's)")
+  cmd.add_option("--name", o.network_name,
+                 "network name of the generated config (\"\" = the primary's; the default gives way to the "
+                 "name the node's pods are attached under: an existing generated config's or a Multus config's)")
       ->capture_default_str();
   cmd.add_option("--config-template", o.config_template, "config template file (default: built-in)");
   cmd.add_option("--poll-interval", o.poll_interval_ms, "watch period in milliseconds")->capture_default_str();

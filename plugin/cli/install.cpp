@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <thread>
 
@@ -202,6 +203,29 @@ void remove_generated(const std::string& conf_dir, const std::string& keep) {
   }
 }
 
+// --name, unless it is the default: then the name the node's pods are already attached under, when
+// there is one (cni::established_network_name: our generated config's, else a replaced Multus's).
+std::string network_name_for(const InstallOptions& o) {
+  if (o.network_name != cni::kDefaultNetworkName) return o.network_name;
+  std::map<std::string, Json> configs;
+  std::error_code ec;
+  for (fs::directory_iterator it(o.conf_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    std::error_code fec;
+    if (!(name.ends_with(".conf") || name.ends_with(".conflist")) || !it->is_regular_file(fec)) continue;
+    try {
+      configs[name] = Json::parse(util::read_file_bounded(it->path().string(), kMaxConfigBytes), nullptr, false);
+    } catch (const util::IoError&) {
+      // Unreadable: it names nothing.
+    }
+  }
+  std::string established = cni::established_network_name(configs);
+  if (established.empty()) return o.network_name;
+  if (established != o.network_name)
+    util::log_verbose("keeping the network name \"", established, "\" the node's pods are attached under");
+  return established;
+}
+
 void write_config(const InstallOptions& o, const Paths& p, const Inputs& in) {
   Json primary = Json::parse(in.primary_text, nullptr, false);
   if (primary.is_discarded() || !primary.is_object())
@@ -209,7 +233,7 @@ void write_config(const InstallOptions& o, const Paths& p, const Inputs& in) {
         cni::ErrorCode::InvalidConfig,
         "the primary CNI config " + (fs::path(o.conf_dir) / in.primary_name).string() + " is not a JSON object");
   cni::GenerateSettings s;
-  s.network_name = o.network_name;
+  s.network_name = network_name_for(o);
   s.cni_version = o.cni_version;
   s.force_cni_version = o.force_cni_version;
   s.kubeconfig_path = o.no_kubeconfig ? std::string() : p.kubeconfig_host;

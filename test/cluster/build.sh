@@ -21,7 +21,9 @@ plugins=(ipam/host-local ipam/static main/bridge main/host-device main/loopback 
          meta/portmap meta/tuning)
 components=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
 
-key=$(cd "$here" && cat build.sh modules/*/go.mod modules/*/go.sum modules/*/*.go | sha256sum | cut -c1-16)
+# The node's own modules only: the scenarios' extra ones (build-module.sh) have keys of their own.
+key=$(cd "$here" && cat build.sh modules/{kubernetes,etcd,plugins}/{go.mod,go.sum,*.go} |
+  sha256sum | cut -c1-16)
 out=$cache_root/$key
 
 module_version() {

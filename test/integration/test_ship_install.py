@@ -196,6 +196,27 @@ class InstallTest(unittest.TestCase):
         self.assertFalse(os.path.exists(path))
         self.assertEqual(self.generated("00-manifold.conflist")["plugins"][0]["delegates"], [BRIDGE_CONFLIST])
 
+    def test_keeps_the_network_name_of_a_replaced_multus_config(self):
+        """A node moving from Multus: the generated config takes Multus's network name (the
+        runtime's result cache and manifold's cache key attachments by it) and keeps it after
+        Multus's config is gone; an explicit --name still wins."""
+        self.put_primary("00-multus.conflist", {"cniVersion": "1.0.0", "name": "multus-cni-network",
+                                                "plugins": [{"type": "multus", "delegates": [
+                                                    BRIDGE_CONFLIST]}]})
+        self.put_primary("10-bridge.conflist", BRIDGE_CONFLIST)
+        self.install()
+        conf = self.generated("00-manifold.conflist")
+        self.assertEqual(conf["name"], "multus-cni-network")
+        self.assertEqual(conf["plugins"][0]["delegates"], [BRIDGE_CONFLIST])
+        os.unlink(os.path.join(self.conf_dir, "00-multus.conflist"))
+        self.install()
+        self.assertEqual(self.generated("00-manifold.conflist")["name"], "multus-cni-network")
+        self.install("--name", "chosen")
+        self.assertEqual(self.generated("00-manifold.conflist")["name"], "chosen")
+        os.unlink(os.path.join(self.conf_dir, "00-manifold.conflist"))
+        self.install()
+        self.assertEqual(self.generated("00-manifold.conflist")["name"], "manifold-cni-network")
+
     def test_binary_is_replaced_while_open_and_executing(self):
         os.makedirs(self.bin_dir)
         target = os.path.join(self.bin_dir, "manifold")

@@ -53,6 +53,26 @@ TEST_CASE("meta-plugin configs are recognised so they are never wrapped", "[cni]
   CHECK_FALSE(is_meta_plugin_config(kCalicoConf));
 }
 
+TEST_CASE("the established network name: our generated config's, else a replaced Multus config's", "[cni]") {
+  Json multus = Json::parse(R"({"cniVersion":"1.0.0","name":"multus-cni-network","plugins":[{"type":"multus"}]})");
+  Json ours = Json::parse(R"({"cniVersion":"1.0.0","name":"kept-name","plugins":[{"type":"manifold"}]})");
+  CHECK(established_network_name({}) == "");
+  CHECK(established_network_name({{"10-bridge.conflist", kBridgeConflist}}) == "");
+  CHECK(established_network_name({{"00-multus.conflist", multus}, {"10-bridge.conflist", kBridgeConflist}}) ==
+        "multus-cni-network");
+  CHECK(established_network_name({{"00-multus.conf", Json::parse(R"({"name":"thin","type":"multus"})")}}) == "thin");
+  CHECK(established_network_name({{"00-multus.conf", Json::parse(R"({"name":"shim","type":"multus-shim"})")}}) ==
+        "shim");
+  // Our own config wins: the name stays once chosen, whatever happens to Multus's file.
+  CHECK(established_network_name({{"00-manifold.conflist", ours}, {"00-multus.conflist", multus}}) == "kept-name");
+  // A temp file of ours, a nameless or unparsable config and a third-party meta config name nothing.
+  CHECK(established_network_name({{".00-manifold.conflist.tmp", ours}}) == "");
+  CHECK(established_network_name({{"00-multus.conflist", Json::parse(R"({"plugins":[{"type":"multus"}]})")}}) == "");
+  CHECK(established_network_name({{"00-multus.conf", Json(Json::value_t::discarded)}}) == "");
+  CHECK(established_network_name({{"05-other.conf", Json::parse(R"({"name":"x","plugins":[{"type":"manifold"}]})")}}) ==
+        "");
+}
+
 TEST_CASE("a bridge conflist is wrapped into 00-manifold.conflist", "[cni]") {
   GenerateSettings s;
   s.kubeconfig_path = "/etc/cni/net.d/manifold.d/manifold.kubeconfig";
