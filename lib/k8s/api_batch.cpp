@@ -125,11 +125,11 @@ bool ApiClient::judge(const Call& call, const http::BatchOutcome& answer, int at
   return true;
 }
 
-std::vector<ApiOutcome> ApiClient::run(std::vector<Call> calls) {
+std::vector<ApiOutcome> ApiClient::run(std::vector<Call> calls, const std::string& accept) {
   std::vector<http::HttpRequest> requests;
   for (auto& call : calls) {
     requests.push_back({call.method, base_path_ + call.path, {}, std::move(call.body)});
-    add_headers(requests.back());
+    add_headers(requests.back(), accept);
   }
   std::vector<ApiOutcome> out(calls.size());
   std::vector<LastFailure> last(calls.size());

@@ -857,7 +857,8 @@ class DiscoveryTest(DoubleTestCase):
         self.assertEqual((core["kind"], core["groupVersion"]), ("APIResourceList", "v1"))
         verbs = {r["name"]: r["verbs"] for r in core["resources"]}
         self.assertEqual(verbs, {"events": ["create"],
-                                 "namespaces": ["create", "delete", "get", "list", "patch", "update"],
+                                 "namespaces": ["create", "delete", "get", "list", "patch", "update",
+                                                "watch"],
                                  "pods": ["get", "list", "patch", "update", "watch"],
                                  "pods/status": ["get", "patch", "update"]})
         pods = [r for r in core["resources"] if r["name"] == "pods"][0]
@@ -1777,10 +1778,10 @@ class DraTest(DoubleTestCase):
         self.assertEqual([(r["name"], r["kind"], r["namespaced"], r["verbs"])
                           for r in doc["resources"]], [
             ("resourceclaims", "ResourceClaim", True,
-             ["create", "delete", "get", "list", "patch", "update"]),
+             ["create", "delete", "get", "list", "patch", "update", "watch"]),
             ("resourceclaims/status", "ResourceClaim", True, ["get", "patch", "update"]),
             ("resourceslices", "ResourceSlice", False,
-             ["create", "delete", "get", "list", "patch", "update"])])
+             ["create", "delete", "get", "list", "patch", "update", "watch"])])
         table = "application/json;as=Table;v=v1;g=meta.k8s.io"
         slices = self.call("GET", DRA_SLICES, headers={"Accept": table}).json
         self.assertEqual([c["name"] for c in slices["columnDefinitions"]],
@@ -1845,6 +1846,41 @@ class PolicyObjectsTest(DoubleTestCase):
         self.api.set_rbac(manifold_rbac())  # the shipped role grants the list
         self.assertEqual(self.call("GET", self.POLICIES % "default").status, 200)
         self.assertEqual(self.call("GET", "/api/v1/namespaces/team-a").status, 403)
+
+    def test_watch_policies_and_namespaces(self) -> None:
+        reader = self.open_stream("/apis/k8s.cni.cncf.io/v1beta1/multi-networkpolicies", "watch=1")
+        self.assertEqual(reader.status, 200, reader.body)
+        self.assertEqual(kinds(reader.events(3)), [("ADDED", "a"), ("ADDED", "b"), ("ADDED", "c")])
+        self.api.add_multi_network_policy("other", "d", policy_for="blue")
+        self.addCleanup(self.api.delete_object, "multi-networkpolicies", "d", namespace="other")
+        self.api.add_multi_network_policy("other", "d", policy_for="red")
+        self.api.delete_object("multi-networkpolicies", "b", namespace="default")
+        events = reader.events(3)
+        self.assertEqual(kinds(events), [("ADDED", "d"), ("MODIFIED", "d"), ("DELETED", "b")])
+        self.assertEqual(events[1]["object"]["metadata"]["annotations"], {"k8s.v1.cni.cncf.io/policy-for": "red"})
+        self.assertLess(rv(events[1]["object"]), rv(events[2]["object"]))
+        labelled = self.open_stream("/api/v1/namespaces", "watch=1&labelSelector=team")
+        self.assertEqual(kinds(labelled.events(1)), [("ADDED", "team-a")])
+        self.api.add_namespace("team-a", {"other": "x"})
+        self.assertEqual(kinds(labelled.events(1)), [("DELETED", "team-a")])
+
+    def test_metadata_only(self) -> None:
+        self.api.add_pod("default", "meta", labels={"app": "m"}, annotations={"a": "b"})
+        listed = self.call("GET", "/api/v1/pods", headers={
+            "Accept": "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"}).json
+        self.assertEqual((listed["kind"], listed["apiVersion"]), ("PartialObjectMetadataList", "meta.k8s.io/v1"))
+        item = [i for i in listed["items"] if i["metadata"]["name"] == "meta"][0]
+        self.assertEqual(sorted(item), ["apiVersion", "kind", "metadata"])
+        self.assertEqual((item["kind"], item["metadata"]["labels"]), ("PartialObjectMetadata", {"app": "m"}))
+        wrong = self.call("GET", "/api/v1/pods", headers={
+            "Accept": "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"})
+        self.assertEqual(wrong.status, 406)
+        reader = self.open_stream("/api/v1/namespaces/default/pods", "watch=1&fieldSelector=metadata.name%3Dmeta",
+                                  headers={"Accept": "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"})
+        event = reader.events(1)[0]
+        self.assertEqual((event["type"], event["object"]["kind"], event["object"]["metadata"]["annotations"]),
+                         ("ADDED", "PartialObjectMetadata", {"a": "b"}))
+        self.assertNotIn("spec", event["object"])
 
 
 class KubectlTest(DoubleTestCase):

@@ -187,6 +187,18 @@ class Store:
             pods = [(ns, p) for (ns, _), p in sorted(self._pods.items())]
             return self._watch.open(watcher, pods, self._rv)
 
+    def open_object_watch(self, watcher: PodWatcher, objects: list) -> PodWatcher:
+        """open_watch for another kind (objects.py): `objects` are its current (namespace,
+        object) pairs in key order, taken under this store's lock."""
+        with self._lock:
+            return self._watch.open(watcher, objects, self._rv)
+
+    def record_object_event(self, event: PodEvent) -> None:
+        """Records another kind's change (objects.py) in the one watch history; the caller holds
+        the lock and gave the object its new resourceVersion."""
+        with self._lock:
+            self._watch.record(event)
+
     def close_watch(self, watcher: PodWatcher) -> None:
         """Unregisters a watch stream."""
         with self._lock:
