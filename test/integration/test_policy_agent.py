@@ -9,6 +9,10 @@ the pods, namespaces and policies in the API server double and `manifold agent` 
 - namespaceSelector: a pod of a namespace labelled team=a gets through, and is refused once the
   namespace's labels change;
 - the agent reads pods metadata only (PartialObjectMetadata) for the peers;
+- CHECK: right after ADD it expects ADD's closed rules; once the agent has filled the peers in, the
+  rules the current policies generate with the current peers (which CHECK lists itself): a peer
+  relabelled while the agent is stopped makes CHECK fail (107) on its stale allow, and passes again
+  once the agent, restarted, has caught up;
 - both backends: iptablesMode nft and legacy (the agent uses the backend ADD recorded).
 Every wait is on observable state (the rules in web's namespace), with a hang guard.
 """
@@ -71,6 +75,28 @@ class PolicyAgent(PolicyK8sTestCase, AgentTestCase):
             self.assertTrue(watches)
             for request in watches:
                 self.assertIn("as=PartialObjectMetadata", request["headers"].get("accept", ""), request)
+
+    def check(self, pod):
+        return self.driver("check", pod.netns.path, container_id=pod.container_id, cni_args=pod.cni_args)
+
+    def test_check_follows_the_agent(self):
+        a = self.add_pod("client-a", {"role": "client"})
+        self.add_policy("web", {"podSelector": WEB, "ingress": [
+            {"from": [{"podSelector": {"matchLabels": {"role": "client"}}}], "ports": PORTS}]})
+        web = self.add_pod("web", {"app": "web"})
+        self.assertOk(self.check(web))
+        agent = self.start_agent()
+        self.wait_peers(web, a)
+        self.wait_for(lambda: self.cached_policy_state(web)["complete"], "the entry records the peers filled in")
+        self.assertOk(self.check(web))
+        self.assertEqual(self.stop_agent(agent), 0)
+        self.api.modify_pod("default", a.k8s_name, labels={"role": "gone"})
+        run = self.check(web)
+        self.assertCniError(run, 107)
+        self.assertErrorMentions(run, "MNP-IN-net1 has an unexpected rule", "-s %s/32" % a.ips[4])
+        self.start_agent()
+        self.wait_peers(web)
+        self.assertOk(self.check(web))
 
     def test_namespace_selector_peers(self):
         self.api.add_namespace("default")
