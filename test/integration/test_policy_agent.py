@@ -13,9 +13,13 @@ the pods, namespaces and policies in the API server double and `manifold agent` 
   rules the current policies generate with the current peers (which CHECK lists itself): a peer
   relabelled while the agent is stopped makes CHECK fail (107) on its stale allow, and passes again
   once the agent, restarted, has caught up;
+- hot-plug: a network the agent attaches to a running pod (a `kubectl annotate`) gets the same rules
+  as ADD gives, closed from the start, and then its peers: a client hot-plugged onto the same
+  network gets through to it, another pod does not;
 - both backends: iptablesMode nft and legacy (the agent uses the backend ADD recorded).
 Every wait is on observable state (the rules in web's namespace), with a hang guard.
 """
+import json
 import os
 import sys
 
@@ -24,10 +28,14 @@ sys.dont_write_bytecode = True
 
 from agent_case import NODE, AgentTestCase  # noqa: E402
 from harness import main  # noqa: E402
+from harness.netns import run  # noqa: E402
 from policy_k8s import ENFORCE, PolicyK8sTestCase  # noqa: E402
+from policy_world import PROBE, REFUSED  # noqa: E402
 
 WEB = {"matchLabels": {"app": "web"}}
 PORTS = [{"protocol": "TCP", "port": 8080}]
+GREEN = ("10.79.0.0/24", "2001:db8:79::/64")
+BLUE_AND_GREEN = json.dumps([{"name": "blue", "namespace": "default"}, {"name": "green", "namespace": "default"}])
 
 
 class PolicyAgent(PolicyK8sTestCase, AgentTestCase):
@@ -51,6 +59,13 @@ class PolicyAgent(PolicyK8sTestCase, AgentTestCase):
     def wait_peers(self, web, *pods):
         self.wait_for(lambda: self.peers_in_force(web, *pods),
                       "web's allows for %s" % [p.name for p in pods])
+
+    def add_pod(self, name, labels=None, ns="default", **kw):
+        """PolicyK8sTestCase's pod, also removed from the double when the test ends: the double
+        outlives the test, and a pod left there would be a peer of the next test's policies."""
+        pod = super().add_pod(name, labels, ns=ns, **kw)
+        self.addCleanup(self.api.delete_pod, ns, getattr(pod, "k8s_name", None) or self.k8s_name(name))
+        return pod
 
     def test_pod_selector_peers(self):
         a = self.add_pod("client-a", {"role": "client"})
@@ -97,6 +112,45 @@ class PolicyAgent(PolicyK8sTestCase, AgentTestCase):
         self.start_agent()
         self.wait_peers(web)
         self.assertOk(self.check(web))
+
+    def green_nad(self):
+        ranges = [[{"subnet": GREEN[0]}]] + ([[{"subnet": GREEN[1]}]] if self.v6 else [])
+        return {"cniVersion": "1.0.0", "name": "green", "plugins": [
+            {"type": "bridge", "bridge": "mfpol1", "isGateway": False, "ipMasq": False,
+             "ipam": {"type": "host-local", "dataDir": self.tree.ipam_dir, "ranges": ranges}}]}
+
+    def green_probe(self, src, dst, family):
+        """From src's net2 address to dst's (network green): the listener's answer or the refusal."""
+        src_ip, dst_ip = (p.netns.addresses("net2", family)[0].split("/")[0] for p in (src, dst))
+        argv = ["ip", "netns", "exec", src.netns.name, sys.executable, "-B", PROBE, "connect", "tcp", dst_ip,
+                "8080", "--bind", src_ip, "--timeout", "20"]
+        return run(argv, timeout=80).stdout.strip().split(" peer=")[0]
+
+    def test_hot_plugged_networks_get_the_rules(self):
+        self.api.add_nad("default", "green", self.green_nad())
+        a = self.add_pod("client-a", {"role": "client"})
+        b = self.add_pod("client-b", {"role": "other"})
+        self.add_policy("web", {"podSelector": WEB, "ingress": [
+            {"from": [{"podSelector": {"matchLabels": {"role": "client"}}}], "ports": PORTS}]},
+            policy_for="blue,green")
+        web = self.add_pod("web", {"app": "web"}, prepare=lambda pod: self.serve(pod, "tcp:8080"))
+        self.start_agent()
+        self.wait_peers(web, a)
+        for pod in (a, b, web):
+            self.annotate(BLUE_AND_GREEN, name=pod.k8s_name)
+        for pod in (a, b, web):
+            self.wait_for(lambda p=pod: "net2" in p.netns.link_names(), "net2 in %s" % pod.name)
+        with self.subTest("the hot-plug's rules, then the peers"):
+            self.wait_for(lambda: all(
+                "-A MNP-IN-net2 -s %s/" % a.netns.addresses("net2", f)[0].split("/")[0]
+                in self.filter_save(web, self.mode, f) for f in self.families), "client-a's allow on web's net2")
+            for family in self.families:
+                self.assertEqual(self.green_probe(a, web, family), "web tcp:8080")
+                self.assertEqual(self.green_probe(b, web, family), REFUSED[family])
+        entry = self.tree.cache_entry_path(web.container_id)
+        with open(entry, encoding="utf-8") as f:
+            states = {a["ifname"]: a["extra"].get("policy") for a in json.load(f)["attachments"]}
+        self.assertEqual((states["net2"]["network"], states["net2"]["applied"]), ("default/green", True))
 
     def test_namespace_selector_peers(self):
         self.api.add_namespace("default")
