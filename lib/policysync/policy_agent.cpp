@@ -7,6 +7,7 @@
 #include "k8s/api_client.h"
 #include "policy/policy.h"
 #include "policy/policy_error.h"
+#include "engine/policy_step.h"
 #include "policysync/local_attachments.h"
 #include "util/log.h"
 
@@ -136,11 +137,13 @@ void PolicyAgent::add_views() {
     guarded("pod", o, [&] {
       policy::PodView view = policy::read_pod_view(o);
       std::lock_guard<std::mutex> l(mu_);
+      warnings_.set_pod(view.ns, view.name, meta(o, "uid"), meta(o, "resourceVersion"));
       sync_.put_local_pod(std::move(view));
     });
   };
   local.remove = [this](const Json& o) {
     std::lock_guard<std::mutex> l(mu_);
+    warnings_.remove_pod(meta(o, "namespace"), meta(o, "name"));
     sync_.remove_local_pod(meta(o, "namespace"), meta(o, "name"));
   };
   add({"pods", "/api/v1/pods", "fieldSelector=spec.nodeName%3D" + options_.node_name, "PodList", false},
@@ -230,20 +233,28 @@ void PolicyAgent::pass(bool force) {
     sync_.forget_networks();
   }
   resolve_networks(attachments);
-  std::lock_guard<std::mutex> lock(mu_);
-  dirty_ = false;
-  const SyncResult r = sync_.sync(attachments, force);
-  ++syncs_;
-  if (r.changed > 0)
-    util::log_verbose("policy sync: ", r.evaluated, " attachment(s) evaluated, ", r.changed, " changed, ", r.restored,
-                      " famil", r.restored == 1 ? "y" : "ies", " restored, ", r.failed, " failed");
-  for (const auto& [error, where] : r.invalid) {
-    const std::string line = "MultiNetworkPolicy " + error + "; until it is fixed it isolates " + where +
-                             " in both directions and allows nothing there";
-    if (std::find(told_.begin(), told_.end(), line) != told_.end()) continue;
-    told_.push_back(line);
-    util::log_warning(line);
+  std::vector<Json> events;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    dirty_ = false;
+    const SyncResult r = sync_.sync(attachments, force);
+    ++syncs_;
+    if (r.changed > 0)
+      util::log_verbose("policy sync: ", r.evaluated, " attachment(s) evaluated, ", r.changed, " changed, ", r.restored,
+                        " famil", r.restored == 1 ? "y" : "ies", " restored, ", r.failed, " failed");
+    events = warnings_.take(r.invalid);
   }
+  if (!events.empty()) send_warnings(events);
 }
 
+// Best effort, as ADD's: an event that cannot be sent is logged (the pod's rules are closed anyway).
+void PolicyAgent::send_warnings(const std::vector<Json>& events) {
+  try {
+    std::unique_ptr<http::HttpTransport> transport = services_.open_transport(auth_, options_.tls_session_dir);
+    k8s::ApiClient api(*transport, auth_, http::RetryPolicy{}, *services_.sleeper, *services_.clock);
+    for (const Json& event : events) api.create_event(json_string_at(event, {"metadata", "namespace"}), event);
+  } catch (const cni::CniError& e) {
+    util::log_warning("policy sync: could not send the ", engine::kInvalidPolicyReason, " event (", e.msg(), ")");
+  }
+}
 }  // namespace manifold::policysync

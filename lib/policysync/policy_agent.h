@@ -22,6 +22,7 @@
 #include "http/kubeconfig.h"
 #include "policysync/collection_watch.h"
 #include "policysync/policy_sync.h"
+#include "policysync/policy_warnings.h"
 #include "store/cache.h"
 
 namespace manifold::policysync {
@@ -64,6 +65,7 @@ class PolicyAgent {
   void work();
   void pass(bool force);
   void resolve_networks(const std::vector<LocalAttachment>& attachments);
+  void send_warnings(const std::vector<Json>& events);
 
   const engine::Services& services_;
   http::ClusterAuth auth_;
@@ -77,7 +79,7 @@ class PolicyAgent {
   std::vector<std::unique_ptr<CollectionWatch>> views_;
   std::vector<std::thread> threads_;
   std::atomic<bool> stop_{false};
-  std::vector<std::string> told_;  ///< invalid-policy warnings already logged
+  PolicyWarnings warnings_;  ///< the invalid policies told
 };
 
 /// Starts the policy part when the node's generated config in `conf_dir` enables

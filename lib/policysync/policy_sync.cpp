@@ -149,7 +149,7 @@ SyncResult PolicySync::sync(const std::vector<LocalAttachment>& attachments, boo
     ++result.evaluated;
     for (const auto* d : {&rules.ingress, &rules.egress})
       for (const std::string& error : d->invalid)
-        result.invalid.emplace_back(error, a.state.ifname + " (" + a.state.network + ") of pod " + pod->first);
+        result.invalid.push_back({error, a.state.ifname + " (" + a.state.network + ")", a.pod_ns, a.pod_name});
     const auto last = applied_.find(id);
     if (!force && last != applied_.end() && last->second == rules) continue;
     ++result.changed;

@@ -47,15 +47,24 @@ struct LocalAttachment {
 /// tables already held them). Throws cni::CniError when it cannot.
 using RuleApplier = std::function<int(const LocalAttachment& attachment, const policy::AttachmentRules& rules)>;
 
+/// An invalid policy isolating an attachment of a pod on this node.
+struct InvalidPolicy {
+  std::string error;     ///< "ns/name: <json path>: <what was expected>"
+  std::string where;     ///< the attachment, as ADD names it: "net1 (ns/blue)"
+  std::string pod_ns;    ///< the pod's namespace
+  std::string pod_name;  ///< the pod's name
+
+  bool operator==(const InvalidPolicy&) const = default;
+};
+
 /// What one sync() did.
 struct SyncResult {
   int evaluated = 0;  ///< attachments evaluated
   int changed = 0;    ///< attachments whose rules differed from the last applied
   int restored = 0;   ///< families restored
   int failed = 0;     ///< attachments whose application failed (retried by the next sync)
-  /// "ns/name: error" of each invalid policy isolating a local attachment, with the attachment
-  /// ("net1 (ns/blue) of pod ns/web"), for the caller's Warning events.
-  std::vector<std::pair<std::string, std::string>> invalid;
+  /// Each invalid policy isolating a local attachment, for the caller's Warning events.
+  std::vector<InvalidPolicy> invalid;
 };
 
 /// The sync's state and its one operation.

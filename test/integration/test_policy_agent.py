@@ -13,6 +13,9 @@ the pods, namespaces and policies in the API server double and `manifold agent` 
   rules the current policies generate with the current peers (which CHECK lists itself): a peer
   relabelled while the agent is stopped makes CHECK fail (107) on its stale allow, and passes again
   once the agent, restarted, has caught up;
+- fail closed: a policy that becomes invalid while the agent runs (policy-for naming a NAD that
+  does not exist) closes web's network both ways with one Warning event, as at ADD; fixed, it opens
+  again;
 - hot-plug: a network the agent attaches to a running pod (a `kubectl annotate`) gets the same rules
   as ADD gives, closed from the start, and then its peers: a client hot-plugged onto the same
   network gets through to it, another pod does not;
@@ -151,6 +154,32 @@ class PolicyAgent(PolicyK8sTestCase, AgentTestCase):
         with open(entry, encoding="utf-8") as f:
             states = {a["ifname"]: a["extra"].get("policy") for a in json.load(f)["attachments"]}
         self.assertEqual((states["net2"]["network"], states["net2"]["applied"]), ("default/green", True))
+
+    def test_an_invalid_policy_closes_with_a_warning(self):
+        a = self.add_pod("client-a", {"role": "client"})
+        spec = {"podSelector": WEB, "ingress": [
+            {"from": [{"podSelector": {"matchLabels": {"role": "client"}}}], "ports": PORTS}]}
+        self.add_policy("web", spec)
+        web = self.add_pod("web", {"app": "web"}, prepare=lambda pod: self.serve(pod, "tcp:8080"))
+        self.start_agent()
+        self.wait_peers(web, a)
+        self.assertTraffic([(a, web, "tcp", 8080, True)])
+        self.api.clear_events()
+        self.add_policy("web", spec, policy_for="blue,gren")
+
+        def warnings():
+            return [e for e in self.api.events() if e.get("reason") == "InvalidMultiNetworkPolicy"
+                    and e["involvedObject"]["name"] == web.k8s_name]
+        self.wait_for(lambda: warnings() and self.peers_in_force(web), "the invalid policy closing web")
+        self.assertIn("MultiNetworkPolicy default/web: ", warnings()[0]["message"])
+        self.assertIn("names network default/gren, which does not exist", warnings()[0]["message"])
+        self.assertIn("net1 (default/blue) in both directions", warnings()[0]["message"])
+        self.assertIn("MNP-OUT-net1", self.filter_save(web, self.mode, 4))
+        self.assertTraffic([(a, web, "tcp", 8080, False), (web, a, "tcp", 8080, False, True)])
+        self.add_policy("web", spec)
+        self.wait_peers(web, a)
+        self.assertTraffic([(a, web, "tcp", 8080, True)])
+        self.assertEqual(len(warnings()), 1)
 
     def test_namespace_selector_peers(self):
         self.api.add_namespace("default")

@@ -8,6 +8,7 @@
 #include "policy/enforce.h"
 #include "policysync/peer_index.h"
 #include "policysync/policy_sync.h"
+#include "policysync/policy_warnings.h"
 #include "policy/policy_world.h"
 
 using namespace manifold;
@@ -128,8 +129,9 @@ TEST_CASE("policysync: a policy-for network not known to exist closes until it i
   CHECK(node.sync.unknown_networks(node.attachments) == std::set<std::string>{"default/missing"});
   const SyncResult closed = node.sync.sync(node.attachments, false);
   REQUIRE(closed.invalid.size() == 2);  // both directions
-  CHECK(has(closed.invalid[0].first, "names network default/missing, which does not exist"));
-  CHECK(closed.invalid[0].second == "net1 (default/blue) of pod default/web");
+  CHECK(has(closed.invalid[0].error, "names network default/missing, which does not exist"));
+  CHECK(closed.invalid[0].where == "net1 (default/blue)");
+  CHECK(closed.invalid[0].pod_ns + "/" + closed.invalid[0].pod_name == "default/web");
   CHECK_FALSE(has(node.filter(), "10.1.0.5"));
   CHECK(has(node.filter(), "MNP-OUT-net1"));  // invalid: both directions closed
   node.sync.set_network_exists("default/missing", true);
@@ -164,4 +166,25 @@ TEST_CASE("policysync: the peer store keeps pods with a NAD network only, and re
   CHECK(index.end_pods_relist());
   CHECK(index.pods() == 1);
   CHECK(unpack_labels(pack_labels({{"a", "b"}, {"k8s.io/x", ""}})) == policy::Labels{{"a", "b"}, {"k8s.io/x", ""}});
+}
+
+TEST_CASE("policysync: an invalid policy is told once per pod while it lasts", "[policysync]") {
+  PolicyWarnings warnings;
+  const std::vector<InvalidPolicy> invalid{{"default/p: spec: bad", "net1 (default/blue)", "default", "web"},
+                                           {"default/p: spec: bad", "net2 (default/red)", "default", "web"},
+                                           {"default/p: spec: bad", "net1 (default/blue)", "default", "other"}};
+  warnings.set_pod("default", "web", "uid-web", "7");
+  std::vector<Json> events = warnings.take(invalid);
+  REQUIRE(events.size() == 1);  // "other" waits for its identity
+  CHECK(events[0]["reason"] == "InvalidMultiNetworkPolicy");
+  CHECK(events[0]["type"] == "Warning");
+  CHECK(events[0]["involvedObject"]["uid"] == "uid-web");
+  CHECK(events[0]["message"] ==
+        "MultiNetworkPolicy default/p: spec: bad; until it is fixed it isolates net1 (default/blue), net2 "
+        "(default/red) in both directions and allows nothing there");
+  CHECK(warnings.take(invalid).empty());
+  warnings.set_pod("default", "other", "uid-other", "8");
+  CHECK(warnings.take(invalid).size() == 1);
+  CHECK(warnings.take({}).empty());
+  CHECK(warnings.take(invalid).size() == 2);  // fixed, then broken again: told again
 }
