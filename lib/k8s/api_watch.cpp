@@ -11,9 +11,9 @@ namespace manifold::k8s {
 
 namespace {
 
-std::string query_value(std::string_view value) { return util::percent_encode(value, "-._~"); }
+std::string watch_query_value(std::string_view value) { return util::percent_encode(value, "-._~"); }
 
-std::string joined(const std::string& collection, const std::string& query, const std::string& more) {
+std::string collection_path(const std::string& collection, const std::string& query, const std::string& more) {
   std::string path = collection + "?" + query;
   if (!query.empty() && !more.empty()) path += "&";
   return path + more;
@@ -26,8 +26,9 @@ Json ApiClient::list_page(const std::string& resource, const std::string& collec
                           const std::string& continue_token) {
   std::string paging;
   if (limit > 0) paging = "limit=" + std::to_string(limit);
-  if (!continue_token.empty()) paging += (paging.empty() ? "" : "&") + ("continue=" + query_value(continue_token));
-  Call t{resource, "", "", joined(collection, query, paging), "GET", {}, list_kind, true};
+  if (!continue_token.empty())
+    paging += (paging.empty() ? "" : "&") + ("continue=" + watch_query_value(continue_token));
+  Call t{resource, "", "", collection_path(collection, query, paging), "GET", {}, list_kind, true};
   std::vector<Call> calls{t};
   Json list = std::move(run(std::move(calls), accept).front()).take();
   if (!list.contains("items") || !list["items"].is_array())
@@ -42,8 +43,8 @@ http::StreamEnd ApiClient::watch_collection(const std::string& resource, const s
                                             const http::StreamOptions& options,
                                             const std::function<bool(std::string_view)>& on_data) {
   std::string more = "watch=1&allowWatchBookmarks=true&timeoutSeconds=" + std::to_string(timeout_seconds);
-  if (!resource_version.empty()) more += "&resourceVersion=" + query_value(resource_version);
-  const std::string path = joined(collection, query, more);
+  if (!resource_version.empty()) more += "&resourceVersion=" + watch_query_value(resource_version);
+  const std::string path = collection_path(collection, query, more);
   Call t{resource, "", "", path, "WATCH", {}, {}, false};
   http::HttpRequest request{"GET", base_path_ + path, {}, {}};
   add_headers(request, accept);

@@ -65,6 +65,8 @@ class CollectionWatch {
                   http::ClusterAuth auth, util::Sleeper& sleeper, util::Clock& clock);
   /// Lists and watches until `stop` is set.
   void run(const std::atomic<bool>& stop);
+  /// Forgets that it listed (before run() starts it again: it lists anew).
+  void reset() { synced_.store(false); }
   /// True once a LIST completed (and until a relist begins).
   bool synced() const { return synced_.load(); }
   /// Requests sent so far.

@@ -53,6 +53,11 @@ class PeerIndex {
   /// As end_pods_relist, for namespaces.
   bool end_namespaces_relist();
 
+  /// Forgets every pod (their view stopped).
+  void clear_pods() { pods_ = {}; }
+  /// Forgets every namespace (their view stopped).
+  void clear_namespaces() { namespaces_.clear(); }
+
   /// The peers on `network`: every namespace, and the pods with an IP there that `filter` accepts.
   policy::PeerWorld world(std::string_view network, const PodFilter& filter) const;
   /// The labels of namespace `name` (nullptr when unknown).

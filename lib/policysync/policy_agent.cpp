@@ -17,22 +17,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string meta(const Json& object, const char* key) { return json_string_at(object, {"metadata", key}); }
-
-// Reads an object into the sync; an object that cannot be read is logged and skipped.
-template <typename F>
-void guarded(const char* what, const Json& object, F&& f) {
-  try {
-    f();
-  } catch (const policy::PolicyError& e) {
-    util::log_warning("policy sync: ignoring ", what, " ", meta(object, "namespace"), "/", meta(object, "name"), ": ",
-                      e.what());
-  } catch (const cni::CniError& e) {
-    util::log_warning("policy sync: ignoring ", what, " ", meta(object, "namespace"), "/", meta(object, "name"), ": ",
-                      e.msg());
-  }
-}
-
 }  // namespace
 
 PolicyAgent::PolicyAgent(const engine::Services& services, http::ClusterAuth auth, PolicyAgentOptions options)
@@ -47,107 +31,38 @@ PolicyAgent::PolicyAgent(const engine::Services& services, http::ClusterAuth aut
 PolicyAgent::~PolicyAgent() {
   stop_.store(true);
   wake_.notify_all();
-  for (std::thread& t : threads_)
-    if (t.joinable()) t.join();
+  for (View& v : views_) v.stop.store(true);
+  if (worker_.joinable()) worker_.join();  // first: the worker starts and stops views
+  for (View& v : views_)
+    if (v.thread.joinable()) v.thread.join();
+}
+
+void PolicyAgent::run_view(ViewIndex index, bool wanted) {
+  View& v = views_[index];
+  if (wanted == v.running) return;
+  v.running = wanted;
+  if (wanted) {
+    v.stop.store(false);
+    v.watch->reset();
+    v.thread = std::thread([&v] { v.watch->run(v.stop); });
+    return;
+  }
+  v.stop.store(true);
+  if (v.thread.joinable()) v.thread.join();
+  std::lock_guard<std::mutex> lock(mu_);  // what it held is no longer needed
+  if (index == kPods) sync_.peers().clear_pods();
+  if (index == kNamespaces) sync_.peers().clear_namespaces();
+}
+
+bool PolicyAgent::views_synced() const {
+  return std::all_of(std::begin(views_), std::end(views_),
+                     [](const View& v) { return !v.running || v.watch->synced(); });
 }
 
 void PolicyAgent::changed() {
   std::lock_guard<std::mutex> lock(mu_);
   dirty_ = true;
   wake_.notify_all();
-}
-
-// Long because it lists the four views, each with its sink, in one place.
-void PolicyAgent::add_views() {
-  auto add = [this](CollectionSpec spec, CollectionSink sink) {
-    sink.changed = [this] { changed(); };
-    TransportFactory open = [this] { return services_.open_transport(auth_, options_.tls_session_dir); };
-    views_.push_back(std::make_unique<CollectionWatch>(std::move(spec), std::move(sink), options_.views, open, auth_,
-                                                       *services_.sleeper, *services_.clock));
-  };
-  CollectionSink policies;
-  policies.relist_begin = [this] {
-    std::lock_guard<std::mutex> l(mu_);
-    sync_.begin_policies_relist();
-  };
-  policies.relist_end = [this] {
-    std::lock_guard<std::mutex> l(mu_);
-    sync_.end_policies_relist();
-  };
-  policies.put = [this](const Json& o) {
-    policy::MultiNetworkPolicy p = policy::read_policy(o);  // never throws: an invalid one closes
-    if (p.ns.empty() || p.name.empty()) return;
-    std::lock_guard<std::mutex> l(mu_);
-    sync_.put_policy(std::move(p));
-  };
-  policies.remove = [this](const Json& o) {
-    std::lock_guard<std::mutex> l(mu_);
-    sync_.remove_policy(meta(o, "namespace"), meta(o, "name"));
-  };
-  add({"multi-networkpolicies", "/apis/k8s.cni.cncf.io/v1beta1/multi-networkpolicies", "", "MultiNetworkPolicyList",
-       false},
-      std::move(policies));
-
-  CollectionSink namespaces;
-  namespaces.relist_begin = [this] {
-    std::lock_guard<std::mutex> l(mu_);
-    sync_.peers().begin_namespaces_relist();
-  };
-  namespaces.relist_end = [this] {
-    std::lock_guard<std::mutex> l(mu_);
-    sync_.peers().end_namespaces_relist();
-  };
-  namespaces.put = [this](const Json& o) {
-    guarded("namespace", o, [&] {
-      auto [name, labels] = policy::read_namespace(o);
-      std::lock_guard<std::mutex> l(mu_);
-      sync_.peers().put_namespace(name, labels);
-    });
-  };
-  namespaces.remove = [this](const Json& o) {
-    std::lock_guard<std::mutex> l(mu_);
-    sync_.peers().remove_namespace(meta(o, "name"));
-  };
-  add({"namespaces", "/api/v1/namespaces", "", "PartialObjectMetadataList", true}, std::move(namespaces));
-
-  CollectionSink pods;
-  pods.relist_begin = [this] {
-    std::lock_guard<std::mutex> l(mu_);
-    sync_.peers().begin_pods_relist();
-  };
-  pods.relist_end = [this] {
-    std::lock_guard<std::mutex> l(mu_);
-    sync_.peers().end_pods_relist();
-  };
-  pods.put = [this](const Json& o) {
-    guarded("pod", o, [&] {
-      policy::PodView view = policy::read_pod_view(o);
-      std::lock_guard<std::mutex> l(mu_);
-      sync_.peers().put_pod(view.ns, view.name, view.labels, view.ips);
-    });
-  };
-  pods.remove = [this](const Json& o) {
-    std::lock_guard<std::mutex> l(mu_);
-    sync_.peers().remove_pod(meta(o, "namespace"), meta(o, "name"));
-  };
-  add({"pods", "/api/v1/pods", "", "PartialObjectMetadataList", true}, std::move(pods));
-
-  CollectionSink local;
-  local.put = [this](const Json& o) {
-    guarded("pod", o, [&] {
-      policy::PodView view = policy::read_pod_view(o);
-      std::lock_guard<std::mutex> l(mu_);
-      warnings_.set_pod(view.ns, view.name, meta(o, "uid"), meta(o, "resourceVersion"));
-      sync_.put_local_pod(std::move(view));
-    });
-  };
-  local.remove = [this](const Json& o) {
-    std::lock_guard<std::mutex> l(mu_);
-    warnings_.remove_pod(meta(o, "namespace"), meta(o, "name"));
-    sync_.remove_local_pod(meta(o, "namespace"), meta(o, "name"));
-  };
-  add({"pods", "/api/v1/pods", "fieldSelector=spec.nodeName%3D" + options_.node_name, "PodList", false},
-      std::move(local));
 }
 
 std::unique_ptr<PolicyAgent> start_policy_agent(const engine::Services& services, const http::ClusterAuth& auth,
@@ -159,15 +74,16 @@ std::unique_ptr<PolicyAgent> start_policy_agent(const engine::Services& services
 }
 
 void PolicyAgent::start() {
-  util::log_verbose("policy sync: watching MultiNetworkPolicies, namespaces and pods for node ", options_.node_name);
-  for (auto& view : views_) threads_.emplace_back([this, v = view.get()] { v->run(stop_); });
-  threads_.emplace_back([this] { work(); });
+  util::log_verbose("policy sync: watching MultiNetworkPolicies and the pods of node ", options_.node_name);
+  run_view(kPolicies, true);
+  run_view(kLocalPods, true);
+  worker_ = std::thread([this] { work(); });
 }
 
 PolicyAgentStatus PolicyAgent::status() const {
   PolicyAgentStatus s;
-  s.synced = std::all_of(views_.begin(), views_.end(), [](const auto& v) { return v->synced(); });
-  for (const auto& v : views_) s.streams += v->watching() ? 1 : 0;
+  s.synced = views_synced();
+  for (const View& v : views_) s.streams += v.running && v.watch->watching() ? 1 : 0;
   std::lock_guard<std::mutex> lock(mu_);
   s.pods = const_cast<PolicySync&>(sync_).peers().pods();
   s.policies = sync_.policies();
@@ -177,24 +93,29 @@ PolicyAgentStatus PolicyAgent::status() const {
 
 void PolicyAgent::work() {
   Clock::time_point next_full = services_.clock->now() + options_.resync;
+  bool listing = false;  // a view is listing: wait a tick, not for a change (one may be pending)
   while (!stop_.load()) {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait_for(lock, options_.views.tick, [this] { return dirty_ || stop_.load(); });
+      if (listing)
+        wake_.wait_for(lock, options_.views.tick);
+      else
+        wake_.wait_for(lock, options_.views.tick, [this] { return dirty_ || stop_.load(); });
       if (stop_.load()) return;
     }
-    if (!std::all_of(views_.begin(), views_.end(), [](const auto& v) { return v->synced(); })) continue;
+    listing = !views_synced();
+    if (listing) continue;
     const bool force = services_.clock->now() >= next_full;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!dirty_ && !force) continue;
     }
     try {
-      pass(force);
+      listing = !pass(force);
+      if (force && !listing) next_full = services_.clock->now() + options_.resync;
     } catch (const cni::CniError& e) {
       util::log_error("policy sync: ", e.msg());
     }
-    if (force) next_full = services_.clock->now() + options_.resync;
   }
 }
 
@@ -226,12 +147,21 @@ void PolicyAgent::resolve_networks(const std::vector<LocalAttachment>& attachmen
   }
 }
 
-void PolicyAgent::pass(bool force) {
+bool PolicyAgent::pass(bool force) {
   const std::vector<LocalAttachment> attachments = local_attachments(*cache_);
   if (force) {
     std::lock_guard<std::mutex> lock(mu_);
     sync_.forget_networks();
   }
+  ViewNeeds needs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    needs = sync_.needs(attachments);
+  }
+  // A view that starts now is listed before the next pass (views_synced); one no longer needed stops.
+  run_view(kPods, needs.pods);
+  run_view(kNamespaces, needs.namespaces);
+  if (!views_synced()) return false;
   resolve_networks(attachments);
   std::vector<Json> events;
   {
@@ -245,6 +175,7 @@ void PolicyAgent::pass(bool force) {
     events = warnings_.take(r.invalid);
   }
   if (!events.empty()) send_warnings(events);
+  return true;
 }
 
 // Best effort, as ADD's: an event that cannot be sent is logged (the pod's rules are closed anyway).

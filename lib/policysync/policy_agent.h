@@ -1,7 +1,10 @@
-// The node agent's MultiNetworkPolicy part, running beside its pod loop: four kept-current views
-// (collection_watch.h) — the MultiNetworkPolicies of the cluster, the Namespaces (metadata only),
-// every pod (metadata only: labels and the network-status annotation) and this node's pods (full
-// objects: labels and container ports) — feed one PolicySync, and a worker applies what changed
+// The node agent's MultiNetworkPolicy part, running beside its pod loop: up to four kept-current
+// views (collection_watch.h) — the MultiNetworkPolicies of the cluster and this node's pods (full
+// objects: labels and container ports), always; every pod (metadata only: labels and the
+// network-status annotation) only while a policy of a namespace with a covered attachment here has
+// a podSelector or namespaceSelector peer, and the Namespaces (metadata only) only while one has a
+// namespaceSelector (a view no longer needed is stopped and what it held dropped) — feed one
+// PolicySync, and a worker applies what changed
 // to the covered attachments of this node's pods (local_attachments.h) whenever a view reports a
 // change, and every `resync` anyway (which also re-reads whether the NADs policies name exist
 // and repairs rules changed behind the agent's back). Nothing is applied before every view has
@@ -60,10 +63,22 @@ class PolicyAgent {
   PolicyAgentStatus status() const;
 
  private:
+  /// One view and its thread.
+  struct View {
+    std::unique_ptr<CollectionWatch> watch;
+    std::thread thread;
+    std::atomic<bool> stop{false};
+    bool running = false;
+  };
+  enum ViewIndex { kPolicies, kLocalPods, kPods, kNamespaces, kViews };
   void add_views();
+  void add_view(ViewIndex index, CollectionSpec spec, CollectionSink sink);
+  void run_view(ViewIndex index, bool wanted);
+  bool views_synced() const;
   void changed();
   void work();
-  void pass(bool force);
+  /// One pass; false when a view it started must list first (nothing was applied).
+  bool pass(bool force);
   void resolve_networks(const std::vector<LocalAttachment>& attachments);
   void send_warnings(const std::vector<Json>& events);
 
@@ -76,8 +91,8 @@ class PolicyAgent {
   bool dirty_ = true;
   int syncs_ = 0;
   PolicySync sync_;
-  std::vector<std::unique_ptr<CollectionWatch>> views_;
-  std::vector<std::thread> threads_;
+  View views_[kViews];
+  std::thread worker_;
   std::atomic<bool> stop_{false};
   PolicyWarnings warnings_;  ///< the invalid policies told
 };

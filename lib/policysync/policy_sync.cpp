@@ -87,6 +87,25 @@ std::set<std::string> PolicySync::unknown_networks(const std::vector<LocalAttach
   return out;
 }
 
+ViewNeeds PolicySync::needs(const std::vector<LocalAttachment>& attachments) const {
+  ViewNeeds out;
+  std::set<std::string, std::less<>> namespaces;
+  for (const LocalAttachment& a : attachments) namespaces.insert(a.pod_ns);
+  for (const std::string& ns : namespaces) {
+    const auto byname = policies_.find(ns);
+    if (byname == policies_.end()) continue;
+    for (const auto& [name, stored] : byname->second)
+      for (const auto* rules : {&stored.policy.ingress_rules, &stored.policy.egress_rules})
+        for (const policy::PolicyRule& rule : *rules)
+          for (const policy::PolicyPeer& peer : rule.peers) {
+            if (peer.ip_block) continue;
+            out.pods = true;
+            out.namespaces = out.namespaces || peer.namespace_selector.has_value();
+          }
+  }
+  return out;
+}
+
 // The policies of the pod's namespace; a valid one that selects the pod and names a network not
 // known to exist is made invalid, as ADD makes it (a typo in policy-for closes, never opens).
 std::vector<policy::MultiNetworkPolicy> PolicySync::policies_for(const policy::PodView& pod) const {

@@ -67,6 +67,12 @@ struct SyncResult {
   std::vector<InvalidPolicy> invalid;
 };
 
+/// Which peer views the current policies need for this node's attachments.
+struct ViewNeeds {
+  bool pods = false;        ///< some podSelector/namespaceSelector peer: every pod's labels and IPs
+  bool namespaces = false;  ///< some namespaceSelector: the namespaces' labels
+};
+
 /// The sync's state and its one operation.
 class PolicySync {
  public:
@@ -97,6 +103,9 @@ class PolicySync {
   /// The networks named by the policy-for of policies that may select a pod of `attachments`
   /// whose existence is not known (to be asked before sync()).
   std::set<std::string> unknown_networks(const std::vector<LocalAttachment>& attachments) const;
+
+  /// What the policies of the namespaces of `attachments` (only those can select their pods) need.
+  ViewNeeds needs(const std::vector<LocalAttachment>& attachments) const;
 
   /// Evaluates every attachment and applies what changed (everything with `force`: the periodic
   /// pass that also repairs rules changed behind the agent's back).

@@ -8,7 +8,9 @@ the pods, namespaces and policies in the API server double and `manifold agent` 
   does not; relabelled, the client is refused again and the newly labelled pod gets through;
 - namespaceSelector: a pod of a namespace labelled team=a gets through, and is refused once the
   namespace's labels change;
-- the agent reads pods metadata only (PartialObjectMetadata) for the peers;
+- the agent reads pods metadata only (PartialObjectMetadata) for the peers, and watches every pod
+  only while a policy of a namespace with a covered pod here has a selector peer, the namespaces
+  only while one has a namespaceSelector;
 - CHECK: right after ADD it expects ADD's closed rules; once the agent has filled the peers in, the
   rules the current policies generate with the current peers (which CHECK lists itself): a peer
   relabelled while the agent is stopped makes CHECK fail (107) on its stale allow, and passes again
@@ -50,12 +52,13 @@ class PolicyAgent(PolicyK8sTestCase, AgentTestCase):
         self.write_world()
 
     def peers_in_force(self, web, *pods):
-        """The source addresses of web's MNP-IN-net1 allows (every family) are exactly `pods`'."""
+        """The peer addresses web's MNP-IN-net1 allows (every family; host prefixes, not ipBlocks)
+        are exactly `pods`'."""
         want = {"-s %s/%d" % (p.ips[f], 32 if f == 4 else 128) for p in pods for f in self.families}
         have = set()
         for family in self.families:
             for line in self.filter_save(web, self.mode, family).splitlines():
-                if line.startswith("-A MNP-IN-net1 -s "):
+                if line.startswith("-A MNP-IN-net1 -s ") and line.split()[3].endswith(("/32", "/128")):
                     have.add(" ".join(line.split()[2:4]))
         return have == want
 
@@ -180,6 +183,32 @@ class PolicyAgent(PolicyK8sTestCase, AgentTestCase):
         self.wait_peers(web, a)
         self.assertTraffic([(a, web, "tcp", 8080, True)])
         self.assertEqual(len(warnings()), 1)
+
+    def peer_watches(self):
+        """The agent's open watches of every pod (metadata) and of the namespaces."""
+        return sorted(w["path"] for w in self.api.watches()
+                      if w["path"] == "/api/v1/namespaces" or
+                      (w["path"] == "/api/v1/pods" and "spec.nodeName" not in w["query"]))
+
+    def test_only_what_the_policies_can_select_is_watched(self):
+        a = self.add_pod("client-a", {"role": "client"})
+        self.add_policy("web", {"podSelector": WEB, "ingress": [
+            {"from": [{"ipBlock": {"cidr": "10.0.0.0/8"}}], "ports": PORTS}]})
+        web = self.add_pod("web", {"app": "web"})
+        self.start_agent()
+        self.wait_for(lambda: "policy sync: 1 attachment(s) evaluated" in self.agent_output(), "the first pass")
+        self.assertEqual(self.peer_watches(), [])
+        self.add_policy("clients", {"podSelector": WEB, "ingress": [
+            {"from": [{"podSelector": {"matchLabels": {"role": "client"}}}], "ports": PORTS}]})
+        self.wait_peers(web, a)
+        self.assertEqual(self.peer_watches(), ["/api/v1/pods"])
+        self.add_policy("teams", {"podSelector": WEB, "ingress": [
+            {"from": [{"namespaceSelector": {"matchLabels": {"team": "a"}}}], "ports": PORTS}]})
+        self.wait_for(lambda: self.peer_watches() == ["/api/v1/namespaces", "/api/v1/pods"], "the namespace watch")
+        self.api.delete_object("multi-networkpolicies", "teams", namespace="default")
+        self.api.delete_object("multi-networkpolicies", "clients", namespace="default")
+        self.wait_for(lambda: self.peer_watches() == [], "the peer watches to end")
+        self.wait_peers(web)
 
     def test_namespace_selector_peers(self):
         self.api.add_namespace("default")

@@ -1089,7 +1089,7 @@ class PodListTest(DoubleTestCase):
         bad_label = self.call("GET", f"{PODS}?labelSelector=a%20in%20()")
         self.assertEqual((bad_label.status, bad_label.json["reason"]), (400, "BadRequest"))
 
-    def test_limit_is_ignored_and_no_continue_is_returned(self) -> None:
+    def test_limit_is_ignored_at_resource_version_0(self) -> None:
         listed = self.call("GET",
                            f"/api/v1/namespaces/{self.a}/pods?limit=1&resourceVersion=0").json
         self.assertEqual([i["metadata"]["name"] for i in listed["items"]], ["p1", "p3"])
@@ -1863,6 +1863,23 @@ class PolicyObjectsTest(DoubleTestCase):
         self.assertEqual(kinds(labelled.events(1)), [("ADDED", "team-a")])
         self.api.add_namespace("team-a", {"other": "x"})
         self.assertEqual(kinds(labelled.events(1)), [("DELETED", "team-a")])
+
+    def test_paged_lists(self) -> None:
+        for name in ("p1", "p2", "p3"):
+            self.api.add_pod("paging", name)
+        first = self.call("GET", "/api/v1/namespaces/paging/pods?limit=2").json
+        self.assertEqual([i["metadata"]["name"] for i in first["items"]], ["p1", "p2"])
+        self.assertEqual(first["metadata"]["remainingItemCount"], 1)
+        self.api.modify_pod("paging", "p3", labels={"late": "yes"})
+        token = first["metadata"]["continue"]
+        rest = self.call("GET", "/api/v1/namespaces/paging/pods?limit=2&continue=" + token).json
+        self.assertEqual([i["metadata"]["name"] for i in rest["items"]], ["p3"])
+        self.assertNotIn("continue", rest["metadata"])
+        self.assertEqual(rest["metadata"]["resourceVersion"], first["metadata"]["resourceVersion"])
+        policies = self.call("GET", "/apis/k8s.cni.cncf.io/v1beta1/multi-networkpolicies?limit=1").json
+        self.assertEqual(len(policies["items"]), 1)
+        self.assertIn("continue", policies["metadata"])
+        self.assertEqual(self.call("GET", "/api/v1/pods?limit=1&continue=garbage").status, 400)
 
     def test_metadata_only(self) -> None:
         self.api.add_pod("default", "meta", labels={"app": "m"}, annotations={"a": "b"})

@@ -188,3 +188,20 @@ TEST_CASE("policysync: an invalid policy is told once per pod while it lasts", "
   CHECK(warnings.take({}).empty());
   CHECK(warnings.take(invalid).size() == 2);  // fixed, then broken again: told again
 }
+
+TEST_CASE("policysync: the peer views run only while a policy of a covered pod's namespace needs them",
+          "[policysync]") {
+  Node node({test::policy_of("blocks",
+                             R"({"podSelector": {}, "ingress": [{"from": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]}]})")});
+  CHECK_FALSE(node.sync.needs(node.attachments).pods);
+  node.sync.put_policy(policy::read_policy(Json::parse(R"({"metadata": {"name": "elsewhere", "namespace": "other"},
+      "spec": {"podSelector": {}, "ingress": [{"from": [{"namespaceSelector": {}}]}]}})")));
+  CHECK_FALSE(node.sync.needs(node.attachments).pods);  // no covered pod in "other"
+  node.sync.put_policy(test::policy_of("clients", kFromClients));
+  CHECK(node.sync.needs(node.attachments).pods);
+  CHECK_FALSE(node.sync.needs(node.attachments).namespaces);
+  node.sync.put_policy(test::policy_of("teams", R"({"podSelector": {},
+    "egress": [{"to": [{"namespaceSelector": {"matchLabels": {"team": "a"}}}]}]})"));
+  CHECK(node.sync.needs(node.attachments).namespaces);
+  CHECK_FALSE(node.sync.needs({}).pods);
+}

@@ -33,6 +33,7 @@ from . import k8s_status as st
 from .access import RequestInfo
 from .list_options import FieldLabels, OptionError, parse_list_options
 from .object_watch import record_change, record_deletion, watch_handler
+from .paging import page
 from .patch import PatchError, apply_patch
 from .routes import Call, Resource, RouteTable
 from .store import Result, Store, now_rfc3339
@@ -219,11 +220,14 @@ class ObjectStore:
         except OptionError as err:
             return err.code, err.status
         with self._lock:
-            items = [_list_item(o) for (g, p, ons, _), o in sorted(self._objects.items())
-                     if (g, p) == kind.key and opts.matches(o, ons)]
+            keyed = [(key, o) for key, o in sorted(self._objects.items())
+                     if key[:2] == kind.key and opts.matches(o, key[2])]
+            try:
+                chosen, meta = page(keyed, opts.raw, self._store.current_rv())
+            except OptionError as err:
+                return err.code, err.status
             return 200, {"kind": kind.list_kind, "apiVersion": kind.resource.group_version,
-                         "metadata": {"resourceVersion": self._store.current_rv()},
-                         "items": items}
+                         "metadata": meta, "items": [_list_item(o) for o in chosen]}
 
     def _check_body(self, kind: Kind, ns: str, body: Any) -> tuple[Optional[dict], Result]:
         """(metadata, None) for a decodable body of this kind, else (None, the 400)."""

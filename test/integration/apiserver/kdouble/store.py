@@ -26,7 +26,8 @@ import uuid
 from typing import Any, Optional
 
 from . import k8s_status as st
-from .list_options import ListOptions
+from .list_options import ListOptions, OptionError
+from .paging import page
 from .patch import PatchError, apply_patch
 from .validation import DecodeError, check_object, validate_annotations
 from .watch import (ADDED, DELETED, MODIFIED, PodEvent, PodWatcher, WatchRegistry,
@@ -173,10 +174,13 @@ class Store:
         """LIST of the pods matching opts (its namespace, or all with ""), sorted by namespace
         and name; items carry no kind/apiVersion, as in the real server's lists."""
         with self._lock:
-            items = [_list_item(p) for (ns, _), p in sorted(self._pods.items())
-                     if opts.matches(p, ns)]
-            return 200, {"kind": "PodList", "apiVersion": "v1",
-                         "metadata": {"resourceVersion": str(self._rv)}, "items": items}
+            keyed = [(key, p) for key, p in sorted(self._pods.items()) if opts.matches(p, key[0])]
+            try:
+                chosen, meta = page(keyed, opts.raw, str(self._rv))
+            except OptionError as err:
+                return err.code, err.status
+            return 200, {"kind": "PodList", "apiVersion": "v1", "metadata": meta,
+                         "items": [_list_item(p) for p in chosen]}
 
     # ---- watch -----------------------------------------------------------------------------
 
