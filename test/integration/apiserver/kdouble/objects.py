@@ -220,10 +220,10 @@ class ObjectStore:
         except OptionError as err:
             return err.code, err.status
         with self._lock:
-            keyed = [(key, o) for key, o in sorted(self._objects.items())
-                     if key[:2] == kind.key and opts.matches(o, key[2])]
+            keys = sorted(key for key in self._objects if key[:2] == kind.key)
             try:
-                chosen, meta = page(keyed, opts.raw, self._store.current_rv())
+                chosen, meta = page(keys, self._objects.__getitem__, lambda key, o: opts.matches(o, key[2]),
+                                    opts.raw, self._store.current_rv())
             except OptionError as err:
                 return err.code, err.status
             return 200, {"kind": kind.list_kind, "apiVersion": kind.resource.group_version,

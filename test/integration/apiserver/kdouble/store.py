@@ -63,6 +63,7 @@ class Store:
         self._rv = 1000
         self._watch = WatchRegistry(self._cond, self._rv)
         self._pods: dict[tuple[str, str], dict] = {}
+        self._sorted_keys: Optional[list] = None  # the pods' keys in order, until one comes or goes
         self._nads: dict[tuple[str, str], dict] = {}
         self._events: dict[tuple[str, str, str], dict] = {}
         self._event_order: list[tuple[str, str, str]] = []
@@ -84,6 +85,8 @@ class Store:
         """The one place pods change: stores `pod` (None: removes the pod) and records the watch
         event. The caller holds the lock, has already given `pod` its new resourceVersion (the
         latest handed out) and passes `prev`, a copy of the state before (None: a new pod)."""
+        if pod is None or prev is None:
+            self._sorted_keys = None
         if pod is None:
             if prev is None:
                 return
@@ -174,9 +177,11 @@ class Store:
         """LIST of the pods matching opts (its namespace, or all with ""), sorted by namespace
         and name; items carry no kind/apiVersion, as in the real server's lists."""
         with self._lock:
-            keyed = [(key, p) for key, p in sorted(self._pods.items()) if opts.matches(p, key[0])]
+            if self._sorted_keys is None:
+                self._sorted_keys = sorted(self._pods)
             try:
-                chosen, meta = page(keyed, opts.raw, str(self._rv))
+                chosen, meta = page(self._sorted_keys, self._pods.__getitem__,
+                                    lambda key, pod: opts.matches(pod, key[0]), opts.raw, str(self._rv))
             except OptionError as err:
                 return err.code, err.status
             return 200, {"kind": "PodList", "apiVersion": "v1", "metadata": meta,
