@@ -119,40 +119,8 @@ void PolicyAgent::work() {
   }
 }
 
-void PolicyAgent::resolve_networks(const std::vector<LocalAttachment>& attachments) {
-  std::set<std::string> unknown;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    unknown = sync_.unknown_networks(attachments);
-  }
-  if (unknown.empty()) return;
-  std::vector<k8s::ObjectKey> keys;
-  for (const std::string& n : unknown) keys.push_back({n.substr(0, n.find('/')), n.substr(n.find('/') + 1)});
-  std::unique_ptr<http::HttpTransport> transport = services_.open_transport(auth_, options_.tls_session_dir);
-  k8s::ApiClient api(*transport, auth_, http::RetryPolicy{}, *services_.sleeper, *services_.clock);
-  const std::vector<k8s::ApiOutcome> outcomes = api.get_nads(keys);
-  std::lock_guard<std::mutex> lock(mu_);
-  std::size_t i = 0;
-  for (const std::string& n : unknown) {
-    const k8s::ApiOutcome& outcome = outcomes.at(i++);
-    if (!outcome.error) {
-      sync_.set_network_exists(n, true);
-      continue;
-    }
-    try {
-      std::rethrow_exception(outcome.error);
-    } catch (const k8s::ApiError& e) {
-      if (e.not_found()) sync_.set_network_exists(n, false);  // others: unknown, so missing, asked again
-    } catch (const cni::CniError&) {}
-  }
-}
-
 bool PolicyAgent::pass(bool force) {
   const std::vector<LocalAttachment> attachments = local_attachments(*cache_);
-  if (force) {
-    std::lock_guard<std::mutex> lock(mu_);
-    sync_.forget_networks();
-  }
   ViewNeeds needs;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -161,8 +129,8 @@ bool PolicyAgent::pass(bool force) {
   // A view that starts now is listed before the next pass (views_synced); one no longer needed stops.
   run_view(kPods, needs.pods);
   run_view(kNamespaces, needs.namespaces);
+  run_view(kNads, needs.nads);
   if (!views_synced()) return false;
-  resolve_networks(attachments);
   std::vector<Json> events;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -1,13 +1,13 @@
-// The node agent's MultiNetworkPolicy part, running beside its pod loop: up to four kept-current
+// The node agent's MultiNetworkPolicy part, running beside its pod loop: up to five kept-current
 // views (collection_watch.h) — the MultiNetworkPolicies of the cluster and this node's pods (full
 // objects: labels and container ports), always; every pod (metadata only: labels and the
 // network-status annotation) only while a policy of a namespace with a covered attachment here has
 // a podSelector or namespaceSelector peer, and the Namespaces (metadata only) only while one has a
-// namespaceSelector (a view no longer needed is stopped and what it held dropped) — feed one
+// namespaceSelector, and the NADs (metadata only: which exist) while a namespace with a covered
+// attachment here has a policy (a view no longer needed is stopped and what it held dropped) — feed one
 // PolicySync, and a worker applies what changed
 // to the covered attachments of this node's pods (local_attachments.h) whenever a view reports a
-// change, and every `resync` anyway (which also re-reads whether the NADs policies name exist
-// and repairs rules changed behind the agent's back). Nothing is applied before every view has
+// change, and every `resync` anyway (which repairs rules changed behind the agent's back). Nothing is applied before every view has
 // listed once: until then the rules ADD installed (closed where peers are needed) stay.
 // Each view and the worker run on threads of their own; one mutex guards the PolicySync.
 #pragma once
@@ -70,7 +70,7 @@ class PolicyAgent {
     std::atomic<bool> stop{false};
     bool running = false;
   };
-  enum ViewIndex { kPolicies, kLocalPods, kPods, kNamespaces, kViews };
+  enum ViewIndex { kPolicies, kLocalPods, kPods, kNamespaces, kNads, kViews };
   void add_views();
   void add_view(ViewIndex index, CollectionSpec spec, CollectionSink sink);
   void run_view(ViewIndex index, bool wanted);
@@ -79,7 +79,6 @@ class PolicyAgent {
   void work();
   /// One pass; false when a view it started must list first (nothing was applied).
   bool pass(bool force);
-  void resolve_networks(const std::vector<LocalAttachment>& attachments);
   void send_warnings(const std::vector<Json>& events);
 
   const engine::Services& services_;

@@ -23,13 +23,6 @@ bool selects(const policy::MultiNetworkPolicy& p, const policy::PodView& pod) {
   return !p.pod_selector || p.pod_selector->matches(pod.labels);
 }
 
-// The networks of `attachments`: they exist (the pods are attached to them).
-std::set<std::string, std::less<>> own_networks(const std::vector<LocalAttachment>& attachments) {
-  std::set<std::string, std::less<>> own;
-  for (const LocalAttachment& a : attachments) own.insert(a.state.network);
-  return own;
-}
-
 }  // namespace
 
 PolicySync::PolicySync(RuleApplier apply) : apply_(std::move(apply)) {}
@@ -63,28 +56,14 @@ void PolicySync::put_local_pod(policy::PodView pod) {
 
 void PolicySync::remove_local_pod(std::string_view ns, std::string_view name) { local_pods_.erase(pod_key(ns, name)); }
 
-void PolicySync::set_network_exists(const std::string& network, bool exists) { networks_[network] = exists; }
+void PolicySync::remove_network(std::string_view network) {
+  if (const auto it = networks_.find(network); it != networks_.end()) networks_.erase(it);
+}
 
 std::size_t PolicySync::policies() const {
   std::size_t n = 0;
   for (const auto& [ns, byname] : policies_) n += byname.size();
   return n;
-}
-
-std::set<std::string> PolicySync::unknown_networks(const std::vector<LocalAttachment>& attachments) const {
-  const auto own = own_networks(attachments);
-  std::set<std::string> out;
-  for (const LocalAttachment& a : attachments) {
-    const auto pod = local_pods_.find(pod_key(a.pod_ns, a.pod_name));
-    const auto byname = policies_.find(a.pod_ns);
-    if (pod == local_pods_.end() || byname == policies_.end()) continue;
-    for (const auto& [name, stored] : byname->second) {
-      if (!stored.policy.valid() || !selects(stored.policy, pod->second)) continue;
-      for (const policy::NetworkRef& n : stored.policy.networks)
-        if (own.count(n.str()) == 0 && networks_.count(n.str()) == 0) out.insert(n.str());
-    }
-  }
-  return out;
 }
 
 ViewNeeds PolicySync::needs(const std::vector<LocalAttachment>& attachments) const {
@@ -94,6 +73,7 @@ ViewNeeds PolicySync::needs(const std::vector<LocalAttachment>& attachments) con
   for (const std::string& ns : namespaces) {
     const auto byname = policies_.find(ns);
     if (byname == policies_.end()) continue;
+    out.nads = true;
     for (const auto& [name, stored] : byname->second)
       for (const auto* rules : {&stored.policy.ingress_rules, &stored.policy.egress_rules})
         for (const policy::PolicyRule& rule : *rules)
@@ -117,8 +97,7 @@ std::vector<policy::MultiNetworkPolicy> PolicySync::policies_for(const policy::P
     if (p.valid() && selects(p, pod)) {
       for (const policy::NetworkRef& n : stored.policy.networks) {
         if (pod.ips.count(n.str()) != 0) continue;  // the pod is attached to it: it exists
-        const auto known = networks_.find(n.str());
-        if (known != networks_.end() && known->second) continue;
+        if (networks_.count(n.str()) != 0) continue;
         policy::invalidate_policy(p, policy::kPolicyForPath + ": names network " + n.str() + ", which does not exist");
         break;
       }

@@ -6,8 +6,8 @@
 // restores only the families whose tables differ (policy/enforce.h), atomically.
 //
 // Failing closed: a policy that does not validate, or whose policy-for names a network that does
-// not exist, isolates what it may select in both directions and allows nothing (as at ADD); a
-// network whose existence is not known yet counts as missing. A pod on this node that the watch
+// not exist (the NAD view does not hold it), isolates what it may select in both directions and
+// allows nothing (as at ADD). A pod on this node that the watch
 // has not delivered yet keeps the rules ADD installed (closed where peers were needed).
 #pragma once
 
@@ -71,6 +71,7 @@ struct SyncResult {
 struct ViewNeeds {
   bool pods = false;        ///< some podSelector/namespaceSelector peer: every pod's labels and IPs
   bool namespaces = false;  ///< some namespaceSelector: the namespaces' labels
+  bool nads = false;        ///< some policy at all: which NADs its policy-for names exist
 };
 
 /// The sync's state and its one operation.
@@ -96,13 +97,12 @@ class PolicySync {
   /// The peer pods and namespaces.
   PeerIndex& peers() { return peers_; }
 
-  /// Records whether a NAD's network ("ns/name") exists.
-  void set_network_exists(const std::string& network, bool exists);
-  /// Forgets every NAD's existence (they are asked again).
-  void forget_networks() { networks_.clear(); }
-  /// The networks named by the policy-for of policies that may select a pod of `attachments`
-  /// whose existence is not known (to be asked before sync()).
-  std::set<std::string> unknown_networks(const std::vector<LocalAttachment>& attachments) const;
+  /// Records that a NAD's network ("ns/name") exists (the NAD view put it).
+  void put_network(const std::string& network) { networks_.insert(network); }
+  /// Records that a NAD's network no longer exists.
+  void remove_network(std::string_view network);
+  /// Forgets every network (the NAD view relists).
+  void clear_networks() { networks_.clear(); }
 
   /// What the policies of the namespaces of `attachments` (only those can select their pods) need.
   ViewNeeds needs(const std::vector<LocalAttachment>& attachments) const;
@@ -126,7 +126,7 @@ class PolicySync {
   std::map<std::string, std::map<std::string, StoredPolicy, std::less<>>, std::less<>> policies_;  ///< ns → name
   std::map<std::string, policy::PodView, std::less<>> local_pods_;                                 ///< "ns/name"
   PeerIndex peers_;
-  std::map<std::string, bool, std::less<>> networks_;       ///< NAD network → exists
+  std::set<std::string, std::less<>> networks_;             ///< the NADs' networks that exist
   std::map<std::string, policy::AttachmentRules> applied_;  ///< LocalAttachment::id() → rules in force
 };
 

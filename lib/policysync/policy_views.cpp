@@ -1,4 +1,4 @@
-// The policy part's four views: what each collection is and what its objects become in the
+// The policy part's five views: what each collection is and what its objects become in the
 // PolicySync (or, for this node's pods, also the identities its Warning events need).
 #include <utility>
 
@@ -30,7 +30,7 @@ void guarded(const char* what, const Json& object, F&& f) {
 
 }  // namespace
 
-// Long because it lists the four views, each with its sink, in one place.
+// Long because it lists the five views, each with its sink, in one place.
 void PolicyAgent::add_view(ViewIndex index, CollectionSpec spec, CollectionSink sink) {
   sink.changed = [this] { changed(); };
   TransportFactory open = [this] { return services_.open_transport(auth_, options_.tls_session_dir); };
@@ -125,6 +125,24 @@ void PolicyAgent::add_views() {
   add_view(kLocalPods,
            {"pods", "/api/v1/pods", "fieldSelector=spec.nodeName%3D" + options_.node_name, "PodList", false},
            std::move(local));
+
+  CollectionSink nads;
+  nads.relist_begin = [this] {
+    std::lock_guard<std::mutex> l(mu_);
+    sync_.clear_networks();  // no pass runs before the list is complete
+  };
+  nads.put = [this](const Json& o) {
+    std::lock_guard<std::mutex> l(mu_);
+    sync_.put_network(meta(o, "namespace") + "/" + meta(o, "name"));
+  };
+  nads.remove = [this](const Json& o) {
+    std::lock_guard<std::mutex> l(mu_);
+    sync_.remove_network(meta(o, "namespace") + "/" + meta(o, "name"));
+  };
+  add_view(kNads,
+           {"network-attachment-definitions", "/apis/k8s.cni.cncf.io/v1/network-attachment-definitions", "",
+            "PartialObjectMetadataList", true},
+           std::move(nads));
 }
 
 }  // namespace manifold::policysync

@@ -16,8 +16,8 @@ the pods, namespaces and policies in the API server double and `manifold agent` 
   relabelled while the agent is stopped makes CHECK fail (107) on its stale allow, and passes again
   once the agent, restarted, has caught up;
 - fail closed: a policy that becomes invalid while the agent runs (policy-for naming a NAD that
-  does not exist) closes web's network both ways with one Warning event, as at ADD; fixed, it opens
-  again;
+  does not exist) closes web's network both ways with one Warning event, as at ADD; once the NAD is
+  created (the agent watches NADs) it opens, once deleted it closes again; fixed, it opens;
 - hot-plug: a network the agent attaches to a running pod (a `kubectl annotate`) gets the same rules
   as ADD gives, closed from the start, and then its peers: a client hot-plugged onto the same
   network gets through to it, another pod does not;
@@ -179,10 +179,19 @@ class PolicyAgent(PolicyK8sTestCase, AgentTestCase):
         self.assertIn("net1 (default/blue) in both directions", warnings()[0]["message"])
         self.assertIn("MNP-OUT-net1", self.filter_save(web, self.mode, 4))
         self.assertTraffic([(a, web, "tcp", 8080, False), (web, a, "tcp", 8080, False, True)])
+        with self.subTest("the NAD it names is created: valid, open again"):
+            self.api.add_nad("default", "gren", self.blue_nad())
+            self.addCleanup(self.api.delete_nad, "default", "gren")
+            self.wait_peers(web, a)
+            self.assertTraffic([(a, web, "tcp", 8080, True)])
+            self.assertNotIn("MNP-OUT-net1", self.filter_save(web, self.mode, 4))
+        with self.subTest("the NAD is deleted: closed again, told again"):
+            self.api.delete_nad("default", "gren")
+            self.wait_for(lambda: len(warnings()) == 2 and self.peers_in_force(web), "the policy closing again")
+            self.assertTraffic([(a, web, "tcp", 8080, False)])
         self.add_policy("web", spec)
         self.wait_peers(web, a)
         self.assertTraffic([(a, web, "tcp", 8080, True)])
-        self.assertEqual(len(warnings()), 1)
 
     def peer_watches(self):
         """The agent's open watches of every pod (metadata) and of the namespaces."""

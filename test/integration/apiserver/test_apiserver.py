@@ -869,7 +869,7 @@ class DiscoveryTest(DoubleTestCase):
         self.assertEqual(nads["resources"], [{
             "name": "network-attachment-definitions",
             "singularName": "network-attachment-definition", "namespaced": True,
-            "kind": "NetworkAttachmentDefinition", "verbs": ["get", "list"],
+            "kind": "NetworkAttachmentDefinition", "verbs": ["get", "list", "watch"],
             "shortNames": ["net-attach-def"]}])
         policies = self.call("GET", "/apis/k8s.cni.cncf.io/v1beta1").json
         self.assertEqual([(r["name"], r["kind"], r["namespaced"]) for r in policies["resources"]],
@@ -1863,6 +1863,20 @@ class PolicyObjectsTest(DoubleTestCase):
         self.assertEqual(kinds(labelled.events(1)), [("ADDED", "team-a")])
         self.api.add_namespace("team-a", {"other": "x"})
         self.assertEqual(kinds(labelled.events(1)), [("DELETED", "team-a")])
+
+    def test_watch_nads_of_every_namespace(self) -> None:
+        self.api.add_nad("nads-a", "x", "{}")
+        self.addCleanup(self.api.delete_nad, "nads-a", "x")
+        listed = self.call("GET", "/apis/k8s.cni.cncf.io/v1/network-attachment-definitions").json
+        self.assertIn(("nads-a", "x"), [(i["metadata"]["namespace"], i["metadata"]["name"]) for i in listed["items"]])
+        reader = self.open_stream("/apis/k8s.cni.cncf.io/v1/network-attachment-definitions",
+                                  "watch=1&resourceVersion=" + listed["metadata"]["resourceVersion"],
+                                  headers={"Accept": "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"})
+        self.api.add_nad("nads-b", "y", "{}")
+        self.api.delete_nad("nads-b", "y")
+        events = reader.events(2)
+        self.assertEqual(kinds(events), [("ADDED", "y"), ("DELETED", "y")])
+        self.assertEqual(events[0]["object"]["kind"], "PartialObjectMetadata")
 
     def test_paged_lists(self) -> None:
         for name in ("p1", "p2", "p3"):

@@ -123,10 +123,9 @@ TEST_CASE("policysync: namespaceSelector peers follow the namespaces' labels", "
   CHECK(has(node.filter(), "-A MNP-IN-net1 -s 10.1.0.9/32 -m comment"));
 }
 
-TEST_CASE("policysync: a policy-for network not known to exist closes until it is", "[policysync]") {
+TEST_CASE("policysync: a policy-for network the NAD view does not hold closes until it does", "[policysync]") {
   Node node({test::policy_of("clients", kFromClients, "blue, default/missing")});
   node.sync.peers().put_pod("default", "client-a", {{"role", "client"}}, blue("10.1.0.5"));
-  CHECK(node.sync.unknown_networks(node.attachments) == std::set<std::string>{"default/missing"});
   const SyncResult closed = node.sync.sync(node.attachments, false);
   REQUIRE(closed.invalid.size() == 2);  // both directions
   CHECK(has(closed.invalid[0].error, "names network default/missing, which does not exist"));
@@ -134,11 +133,13 @@ TEST_CASE("policysync: a policy-for network not known to exist closes until it i
   CHECK(closed.invalid[0].pod_ns + "/" + closed.invalid[0].pod_name == "default/web");
   CHECK_FALSE(has(node.filter(), "10.1.0.5"));
   CHECK(has(node.filter(), "MNP-OUT-net1"));  // invalid: both directions closed
-  node.sync.set_network_exists("default/missing", true);
-  CHECK(node.sync.unknown_networks(node.attachments).empty());
+  node.sync.put_network("default/missing");
   CHECK(node.sync.sync(node.attachments, false).invalid.empty());
   CHECK(has(node.filter(), kClientA));
   CHECK_FALSE(has(node.filter(), "MNP-OUT-net1"));
+  node.sync.remove_network("default/missing");
+  CHECK(node.sync.sync(node.attachments, false).invalid.size() == 2);
+  CHECK(has(node.filter(), "MNP-OUT-net1"));
 }
 
 TEST_CASE("policysync: a pod the watch has not delivered keeps ADD's rules", "[policysync]") {
@@ -194,6 +195,7 @@ TEST_CASE("policysync: the peer views run only while a policy of a covered pod's
   Node node({test::policy_of("blocks",
                              R"({"podSelector": {}, "ingress": [{"from": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]}]})")});
   CHECK_FALSE(node.sync.needs(node.attachments).pods);
+  CHECK(node.sync.needs(node.attachments).nads);
   node.sync.put_policy(policy::read_policy(Json::parse(R"({"metadata": {"name": "elsewhere", "namespace": "other"},
       "spec": {"podSelector": {}, "ingress": [{"from": [{"namespaceSelector": {}}]}]}})")));
   CHECK_FALSE(node.sync.needs(node.attachments).pods);  // no covered pod in "other"
@@ -204,4 +206,5 @@ TEST_CASE("policysync: the peer views run only while a policy of a covered pod's
     "egress": [{"to": [{"namespaceSelector": {"matchLabels": {"team": "a"}}}]}]})"));
   CHECK(node.sync.needs(node.attachments).namespaces);
   CHECK_FALSE(node.sync.needs({}).pods);
+  CHECK_FALSE(node.sync.needs({}).nads);
 }

@@ -35,6 +35,7 @@ from .watch import (ADDED, DELETED, MODIFIED, PodEvent, PodWatcher, WatchRegistr
 
 NAD_GROUP = "k8s.cni.cncf.io"
 NAD_RESOURCE = "network-attachment-definitions"
+NAD_KEY = (NAD_GROUP, NAD_RESOURCE)  # the (group, plural) of NAD watch events
 EVENTS_GROUP = "events.k8s.io"
 _RV_RE = re.compile(r"^[0-9]+$")
 
@@ -350,13 +351,25 @@ class Store:
                 spec = {"config": config} if config is not None else {}
             nad = {"apiVersion": f"{NAD_GROUP}/v1", "kind": "NetworkAttachmentDefinition",
                    "metadata": meta, "spec": spec}
+            prev = self._nads.get((ns, name))
             self._nads[(ns, name)] = nad
+            self._watch.record(PodEvent(self._rv, ADDED if prev is None else MODIFIED, ns, copy.deepcopy(nad),
+                                        copy.deepcopy(prev), NAD_KEY))
             return copy.deepcopy(nad)
 
     def delete_nad(self, ns: str, name: str) -> bool:
         """Removes a NAD; returns whether it existed."""
         with self._lock:
-            return self._nads.pop((ns, name), None) is not None
+            prev = self._nads.pop((ns, name), None)
+            if prev is not None:
+                rv = int(self._next_rv())
+                self._watch.record(PodEvent(rv, DELETED, ns, with_resource_version(prev, rv), prev, NAD_KEY))
+            return prev is not None
+
+    def open_nad_watch(self, watcher: PodWatcher) -> PodWatcher:
+        """open_watch for NADs (every namespace's; the watcher's options select)."""
+        with self._lock:
+            return self._watch.open(watcher, [(ns, n) for (ns, _), n in sorted(self._nads.items())], self._rv)
 
     def get_nad(self, ns: str, name: str) -> Result:
         """GET of one NAD: 200 with it, or the real 404 Status."""
@@ -367,9 +380,9 @@ class Store:
             return 200, copy.deepcopy(nad)
 
     def list_nads(self, ns: str) -> Result:
-        """LIST of a namespace's NADs, sorted by name as etcd returns them."""
+        """LIST of a namespace's NADs ("" = every namespace's), sorted as etcd returns them."""
         with self._lock:
-            items = [copy.deepcopy(n) for (nns, _), n in sorted(self._nads.items()) if nns == ns]
+            items = [copy.deepcopy(n) for (nns, _), n in sorted(self._nads.items()) if nns == ns or not ns]
             return 200, {"apiVersion": f"{NAD_GROUP}/v1",
                          "kind": "NetworkAttachmentDefinitionList",
                          "metadata": {"resourceVersion": str(self._rv)}, "items": items}
