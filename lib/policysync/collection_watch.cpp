@@ -82,7 +82,6 @@ bool CollectionWatch::list(k8s::ApiClient& api, const std::atomic<bool>& stop) {
         if (item.is_object()) sink_.put(item);
       token = json_string_at(page, {"metadata", "continue"});
       resource_version_ = json_string_at(page, {"metadata", "resourceVersion"});
-      if (sink_.changed) sink_.changed();
     } while (!token.empty() && !stop.load());
   } catch (const cni::CniError& e) {
     util::log_error("policy sync: cannot list ", spec_.resource, ": ", e.msg());
@@ -107,12 +106,8 @@ bool CollectionWatch::handle(const std::string& type, const Json& object, End& e
   const std::string rv = json_string_at(object, {"metadata", "resourceVersion"});
   if (!rv.empty()) resource_version_ = rv;
   if (type == "BOOKMARK") return true;
-  if (type == "DELETED") {
-    sink_.remove(object);
-  } else {
-    sink_.put(object);
-  }
-  if (sink_.changed) sink_.changed();
+  const bool mattered = type == "DELETED" ? sink_.remove(object) : sink_.put(object);
+  if (mattered && sink_.changed) sink_.changed();
   return true;
 }
 

@@ -37,10 +37,10 @@ struct CollectionSpec {
 /// What a view reports.
 struct CollectionSink {
   std::function<void()> relist_begin;       ///< a LIST begins: everything known may be stale
-  std::function<void(const Json&)> put;     ///< an object exists (listed, ADDED, MODIFIED)
-  std::function<void(const Json&)> remove;  ///< an object was DELETED
+  std::function<bool(const Json&)> put;     ///< an object exists (listed, ADDED, MODIFIED); true: it mattered
+  std::function<bool(const Json&)> remove;  ///< an object was DELETED; true: it mattered
   std::function<void()> relist_end;         ///< the LIST is complete: drop what it did not hold
-  std::function<void()> changed;            ///< a batch of puts/removes was delivered
+  std::function<void()> changed;            ///< a LIST ended, or an event mattered
 };
 
 /// Settings of one view.

@@ -110,12 +110,11 @@ policy::PeerWorld PeerIndex::world(std::string_view network, const PodFilter& fi
     if (!on_network) continue;
     const std::size_t slash = key.find('/');
     const std::string_view ns = std::string_view(key).substr(0, slash);
-    policy::Labels labels = unpack_labels(pod.labels);
-    if (filter && !filter(ns, labels)) continue;
+    if (filter && !filter(ns, pod.labels)) continue;
     policy::PodView view;
     view.ns = std::string(ns);
     view.name = key.substr(slash + 1);
-    view.labels = std::move(labels);
+    view.labels = unpack_labels(pod.labels);
     for (const NetworkIp& n : pod.ips)
       if (n.network == id->second) view.ips[networks_[n.network]].push_back(n.ip);
     out.pods.push_back(std::move(view));

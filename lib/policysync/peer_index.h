@@ -31,8 +31,9 @@ using IpsByNetwork = std::map<std::string, std::vector<util::IpAddress>, std::le
 /// The compact store of peer pods and namespaces.
 class PeerIndex {
  public:
-  /// Whether a pod (namespace, labels) may be a peer of some current policy.
-  using PodFilter = std::function<bool(std::string_view ns, const policy::Labels& labels)>;
+  /// Whether a pod (namespace, labels as pack_labels packs them) may be a peer of some current
+  /// policy; the labels are packed so that a filter that decides on the namespace unpacks nothing.
+  using PodFilter = std::function<bool(std::string_view ns, std::string_view packed_labels)>;
 
   /// Stores (or replaces) pod `ns`/`name`; forgets it when it has no IP on a NAD's network.
   /// Returns true when what is stored changed.

@@ -119,7 +119,8 @@ policy::PeerWorld PolicySync::world_for(std::string_view network,
           if (!peer.ip_block) selectors.emplace_back(&p, &peer);
   }
   if (selectors.empty()) return {};
-  return peers_.world(network, [&](std::string_view ns, const policy::Labels& labels) {
+  return peers_.world(network, [&](std::string_view ns, std::string_view packed) {
+    std::optional<policy::Labels> labels;  // unpacked only for a pod of a namespace some peer selects
     for (const auto& [p, peer] : selectors) {
       if (peer->namespace_selector) {
         const policy::Labels* ns_labels = peers_.namespace_labels(ns);
@@ -127,7 +128,9 @@ policy::PeerWorld PolicySync::world_for(std::string_view network,
       } else if (ns != p->ns) {
         continue;
       }
-      if (!peer->pod_selector || peer->pod_selector->matches(labels)) return true;
+      if (!peer->pod_selector) return true;
+      if (!labels) labels = unpack_labels(packed);
+      if (peer->pod_selector->matches(*labels)) return true;
     }
     return false;
   });
@@ -136,13 +139,20 @@ policy::PeerWorld PolicySync::world_for(std::string_view network,
 SyncResult PolicySync::sync(const std::vector<LocalAttachment>& attachments, bool force) {
   SyncResult result;
   std::set<std::string> seen;
+  std::map<std::string, policy::PeerWorld> worlds;  // by network and covering policies
   for (const LocalAttachment& a : attachments) {
     const std::string id = a.id();
     seen.insert(id);
     const auto pod = local_pods_.find(pod_key(a.pod_ns, a.pod_name));
     if (pod == local_pods_.end()) continue;  // not delivered yet: ADD's rules stay
     const std::vector<policy::MultiNetworkPolicy> policies = policies_for(pod->second);
-    const policy::PeerWorld world = world_for(a.state.network, policies);
+    // Attachments whose covering policies are the same share one world (one walk of the peers).
+    std::string world_key = a.state.network;
+    for (const policy::MultiNetworkPolicy& p : policies)
+      if (p.valid() && p.covers(a.state.network)) world_key += "\n" + p.id();
+    auto cached = worlds.find(world_key);
+    if (cached == worlds.end()) cached = worlds.emplace(world_key, world_for(a.state.network, policies)).first;
+    const policy::PeerWorld& world = cached->second;
     policy::AttachmentRules rules = policy::evaluate(pod->second, a.state.network, policies, &world);
     ++result.evaluated;
     for (const auto* d : {&rules.ingress, &rules.egress})

@@ -14,11 +14,12 @@ namespace {
 
 std::string meta(const Json& object, const char* key) { return json_string_at(object, {"metadata", key}); }
 
-// Reads an object into the sync; an object that cannot be read is logged and skipped.
+// Reads an object into the sync (f() tells whether that changed anything); an object that cannot
+// be read is logged and skipped.
 template <typename F>
-void guarded(const char* what, const Json& object, F&& f) {
+bool guarded(const char* what, const Json& object, F&& f) {
   try {
-    f();
+    return f();
   } catch (const policy::PolicyError& e) {
     util::log_warning("policy sync: ignoring ", what, " ", meta(object, "namespace"), "/", meta(object, "name"), ": ",
                       e.what());
@@ -26,6 +27,7 @@ void guarded(const char* what, const Json& object, F&& f) {
     util::log_warning("policy sync: ignoring ", what, " ", meta(object, "namespace"), "/", meta(object, "name"), ": ",
                       e.msg());
   }
+  return false;
 }
 
 }  // namespace
@@ -50,13 +52,15 @@ void PolicyAgent::add_views() {
   };
   policies.put = [this](const Json& o) {
     policy::MultiNetworkPolicy p = policy::read_policy(o);  // never throws: an invalid one closes
-    if (p.ns.empty() || p.name.empty()) return;
+    if (p.ns.empty() || p.name.empty()) return false;
     std::lock_guard<std::mutex> l(mu_);
     sync_.put_policy(std::move(p));
+    return true;
   };
   policies.remove = [this](const Json& o) {
     std::lock_guard<std::mutex> l(mu_);
     sync_.remove_policy(meta(o, "namespace"), meta(o, "name"));
+    return true;
   };
   add_view(kPolicies,
            {"multi-networkpolicies", "/apis/k8s.cni.cncf.io/v1beta1/multi-networkpolicies", "",
@@ -73,15 +77,15 @@ void PolicyAgent::add_views() {
     sync_.peers().end_namespaces_relist();
   };
   namespaces.put = [this](const Json& o) {
-    guarded("namespace", o, [&] {
+    return guarded("namespace", o, [&] {
       auto [name, labels] = policy::read_namespace(o);
       std::lock_guard<std::mutex> l(mu_);
-      sync_.peers().put_namespace(name, labels);
+      return sync_.peers().put_namespace(name, labels);
     });
   };
   namespaces.remove = [this](const Json& o) {
     std::lock_guard<std::mutex> l(mu_);
-    sync_.peers().remove_namespace(meta(o, "name"));
+    return sync_.peers().remove_namespace(meta(o, "name"));
   };
   add_view(kNamespaces, {"namespaces", "/api/v1/namespaces", "", "PartialObjectMetadataList", true},
            std::move(namespaces));
@@ -96,31 +100,33 @@ void PolicyAgent::add_views() {
     sync_.peers().end_pods_relist();
   };
   pods.put = [this](const Json& o) {
-    guarded("pod", o, [&] {
+    return guarded("pod", o, [&] {  // most pod events change nothing a peer is: no pass for them
       policy::PodView view = policy::read_pod_view(o);
       std::lock_guard<std::mutex> l(mu_);
-      sync_.peers().put_pod(view.ns, view.name, view.labels, view.ips);
+      return sync_.peers().put_pod(view.ns, view.name, view.labels, view.ips);
     });
   };
   pods.remove = [this](const Json& o) {
     std::lock_guard<std::mutex> l(mu_);
-    sync_.peers().remove_pod(meta(o, "namespace"), meta(o, "name"));
+    return sync_.peers().remove_pod(meta(o, "namespace"), meta(o, "name"));
   };
   add_view(kPods, {"pods", "/api/v1/pods", "", "PartialObjectMetadataList", true}, std::move(pods));
 
   CollectionSink local;
   local.put = [this](const Json& o) {
-    guarded("pod", o, [&] {
+    return guarded("pod", o, [&] {
       policy::PodView view = policy::read_pod_view(o);
       std::lock_guard<std::mutex> l(mu_);
       warnings_.set_pod(view.ns, view.name, meta(o, "uid"), meta(o, "resourceVersion"));
       sync_.put_local_pod(std::move(view));
+      return true;  // its cache entry may have changed too (a hot-plug, ADD's status)
     });
   };
   local.remove = [this](const Json& o) {
     std::lock_guard<std::mutex> l(mu_);
     warnings_.remove_pod(meta(o, "namespace"), meta(o, "name"));
     sync_.remove_local_pod(meta(o, "namespace"), meta(o, "name"));
+    return true;
   };
   add_view(kLocalPods,
            {"pods", "/api/v1/pods", "fieldSelector=spec.nodeName%3D" + options_.node_name, "PodList", false},
@@ -134,10 +140,12 @@ void PolicyAgent::add_views() {
   nads.put = [this](const Json& o) {
     std::lock_guard<std::mutex> l(mu_);
     sync_.put_network(meta(o, "namespace") + "/" + meta(o, "name"));
+    return true;
   };
   nads.remove = [this](const Json& o) {
     std::lock_guard<std::mutex> l(mu_);
     sync_.remove_network(meta(o, "namespace") + "/" + meta(o, "name"));
+    return true;
   };
   add_view(kNads,
            {"network-attachment-definitions", "/apis/k8s.cni.cncf.io/v1/network-attachment-definitions", "",

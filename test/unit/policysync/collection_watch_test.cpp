@@ -81,8 +81,15 @@ TEST_CASE("policysync: a view lists in pages, watches, and relists after 410", "
   CollectionSink sink;
   sink.relist_begin = [&] { seen.push_back("begin"); };
   sink.relist_end = [&] { seen.push_back("end"); };
-  sink.put = [&](const Json& o) { seen.push_back("put " + o["metadata"]["name"].get<std::string>()); };
-  sink.remove = [&](const Json& o) { seen.push_back("remove " + o["metadata"]["name"].get<std::string>()); };
+  sink.put = [&](const Json& o) {
+    seen.push_back("put " + o["metadata"]["name"].get<std::string>());
+    return o["metadata"]["name"] != "d";  // d changes nothing: no pass for it
+  };
+  sink.remove = [&](const Json& o) {
+    seen.push_back("remove " + o["metadata"]["name"].get<std::string>());
+    return true;
+  };
+  sink.changed = [&] { seen.push_back("changed"); };
   manifold::util::FakeClock clock;
   manifold::util::FakeSleeper sleeper(clock);
   manifold::http::ClusterAuth auth;
@@ -91,8 +98,8 @@ TEST_CASE("policysync: a view lists in pages, watches, and relists after 410", "
       {"pods", "/api/v1/pods", "", "PartialObjectMetadataList", true}, sink, CollectionOptions{},
       [&] { return std::make_unique<Scripted>(api, stop); }, auth, sleeper, clock);
   view.run(stop);
-  CHECK(seen == std::vector<std::string>{"begin", "put a", "put b", "put c", "end", "put a", "remove b", "begin",
-                                         "put a", "end", "put d"});
+  CHECK(seen == std::vector<std::string>{"begin", "put a", "put b", "put c", "end", "changed", "put a", "changed",
+                                         "remove b", "changed", "begin", "put a", "end", "changed", "put d"});
   std::vector<std::string> targets;
   for (const auto& r : api.requests()) targets.push_back(r.target);
   CHECK(targets == std::vector<std::string>{
