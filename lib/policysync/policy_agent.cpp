@@ -120,6 +120,12 @@ void PolicyAgent::work() {
 }
 
 bool PolicyAgent::pass(bool force) {
+  // Whatever changes from here on (a policy, the cache, a peer) marks the next pass: the flag is
+  // cleared before anything is read.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    dirty_ = false;
+  }
   const std::vector<LocalAttachment> attachments = local_attachments(*cache_);
   ViewNeeds needs;
   {
@@ -130,11 +136,14 @@ bool PolicyAgent::pass(bool force) {
   run_view(kPods, needs.pods);
   run_view(kNamespaces, needs.namespaces);
   run_view(kNads, needs.nads);
-  if (!views_synced()) return false;
+  if (!views_synced()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    dirty_ = true;  // nothing applied yet: the pass is owed
+    return false;
+  }
   std::vector<Json> events;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    dirty_ = false;
     const SyncResult r = sync_.sync(attachments, force);
     ++syncs_;
     if (r.changed > 0)
