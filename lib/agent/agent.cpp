@@ -11,6 +11,7 @@
 #include "http/tls_session_store.h"
 #include "k8s/pod.h"
 #include "k8s/selection.h"
+#include "policysync/policy_agent.h"
 #include "util/log.h"
 
 namespace manifold::agent {
@@ -36,6 +37,16 @@ ReconcilerOptions reconciler_options(const AgentOptions& agent) {
   o.cni_dir = agent.cni_dir;
   o.kubeconfig = agent.kubeconfig;
   o.conf_dir = agent.conf_dir;
+  return o;
+}
+
+policysync::PolicyAgentOptions policy_options(const AgentOptions& agent) {
+  policysync::PolicyAgentOptions o;
+  o.node_name = agent.node_name;
+  o.cni_dir = agent.cni_dir;
+  o.tls_session_dir = http::tls_session_dir(agent.cni_dir);
+  o.views.watch_timeout_seconds = agent.watch_timeout_seconds;
+  o.views.max_backoff = agent.max_backoff;
   return o;
 }
 
@@ -107,6 +118,8 @@ bool Agent::wait(std::chrono::milliseconds duration) {
   return false;
 }
 
+// Long because it is the loop's whole life: the checks, the API client, the policy part beside it
+// and the list/watch states.
 int Agent::run(const std::function<bool()>& stop) {
   stop_ = stop;
   if (!k8s::is_dns1123_subdomain(options_.node_name)) {
@@ -129,6 +142,8 @@ int Agent::run(const std::function<bool()>& stop) {
   api_ =
       std::make_unique<k8s::ApiClient>(*transport_, *auth, http::RetryPolicy{}, *services_.sleeper, *services_.clock);
   util::log_verbose("agent: watching the pods of node ", options_.node_name);
+  // MultiNetworkPolicy is kept current beside the pod loop, on threads that stop when run() returns.
+  const auto policy = policysync::start_policy_agent(limited_, *auth, options_.conf_dir, policy_options(options_));
   int failures = 0;
   bool listed = false;
   while (!stop_()) {

@@ -122,6 +122,9 @@ void apply_diff(Change& c, const NetworkDiff& diff, std::string& step) {
   for (const PlannedAttach& p : diff.attach)
     adds.push_back(engine::resolve_selected_network(c.session.config, c.inv, c.kube, p.element, p.ifname));
   std::vector<scoping::ScopingPlan> plans = engine::plan_attachments_scoping(c.session.config.scoping, adds);
+  // MultiNetworkPolicy: the same rules as ADD gives, in force before the interface exists.
+  const engine::PolicyPlan policy =
+      engine::plan_policies(c.services, c.session, c.kube, c.inv, std::optional<k8s::Pod>(c.pod), adds);
   engine::preflight_plugins(c.session, adds);
 
   step = "detach";
@@ -137,7 +140,7 @@ void apply_diff(Change& c, const NetworkDiff& diff, std::string& step) {
   if (adds.empty()) return;
   const std::size_t before = c.record.attachments.size();
   engine::AttachTransaction tx(c.services, c.session, c.inv, c.record);
-  tx.attach_all(adds, plans);
+  tx.attach_all(adds, plans, &policy);
   tx.commit();
   c.record = tx.record();
   c.added.assign(c.record.attachments.begin() + static_cast<long>(before), c.record.attachments.end());

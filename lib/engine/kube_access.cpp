@@ -102,6 +102,14 @@ Json KubeAccess::list_multi_network_policies(const std::string& ns) {
   return call([&](k8s::ApiClient& c) { return c.list_multi_network_policies(ns); });
 }
 
+Json KubeAccess::list_page(const std::string& resource, const std::string& collection, const std::string& query,
+                           std::string_view list_kind, const std::string& accept, int limit,
+                           const std::string& continue_token) {
+  return call([&](k8s::ApiClient& c) {
+    return c.list_page(resource, collection, query, list_kind, accept, limit, continue_token);
+  });
+}
+
 Json KubeAccess::update_pod_status(const std::string& ns, const std::string& name, const Json& pod) {
   return call([&](k8s::ApiClient& c) { return c.update_pod_status(ns, name, pod); });
 }

@@ -49,6 +49,9 @@ class KubeAccess {
   Json list_resource_slices(const std::string& node, const std::string& driver);
   /// LIST the MultiNetworkPolicies of a namespace.
   Json list_multi_network_policies(const std::string& ns);
+  /// One page of a LIST (k8s::ApiClient::list_page).
+  Json list_page(const std::string& resource, const std::string& collection, const std::string& query,
+                 std::string_view list_kind, const std::string& accept, int limit, const std::string& continue_token);
   /// PUT pods/status.
   Json update_pod_status(const std::string& ns, const std::string& name, const Json& pod);
   /// POST an Event: one attempt, no retry (an Event is best effort and must not delay the ADD).

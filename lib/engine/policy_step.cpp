@@ -9,6 +9,7 @@
 #include "cni/error.h"
 #include "engine/plan.h"
 #include "engine/pod_status.h"
+#include "engine/policy_peers.h"
 #include "k8s/api_status.h"
 #include "k8s/isolation.h"
 #include "policy/policy_error.h"
@@ -209,14 +210,19 @@ std::vector<std::string> check_policies(const Services& services, const Session&
   for (const store::AttachmentRecord& a : record.attachments) {
     if (a.cluster_network) continue;
     const bool named = std::find(own.begin(), own.end(), a.name) != own.end();
+    std::optional<policy::PolicyState> state;
+    if (!a.policy.is_null()) state = policy::PolicyState::from_json(a.policy);
+    // Once the agent has filled the peers in (the entry records the rules complete), the current
+    // peers are expected; before, ADD's fail-closed form.
+    std::optional<policy::PeerWorld> peers;
+    if (named && state && state->complete) peers = list_policy_peers(kube, policies, a.name);
     const policy::AttachmentRules rules =
-        named ? policy::evaluate(view, a.name, policies, nullptr) : policy::AttachmentRules{};
-    if (a.policy.is_null()) {
+        named ? policy::evaluate(view, a.name, policies, peers ? &*peers : nullptr) : policy::AttachmentRules{};
+    if (!state) {
       if (rules.covered()) diffs.push_back(a.ifname + ": MultiNetworkPolicy isolates it but no rules were installed");
       continue;
     }
-    const policy::PolicyState state = policy::PolicyState::from_json(a.policy);
-    for (std::string& d : policy::check_policy(env.iptables.get(state.lock_wait_seconds), state, rules, cfg.deny))
+    for (std::string& d : policy::check_policy(env.iptables.get(state->lock_wait_seconds), *state, rules, cfg.deny))
       diffs.push_back(a.ifname + ": " + d);
   }
   return diffs;

@@ -348,10 +348,10 @@ ApiError ApiClient::error_for_response(const Call& target, const http::HttpRespo
   return ApiError(response.status, std::move(reason), std::move(message), std::move(text));
 }
 
-void ApiClient::add_headers(http::HttpRequest& request) {
+void ApiClient::add_headers(http::HttpRequest& request, const std::string& accept) {
   const std::string& token = bearer_token();
   if (!token.empty()) request.headers.emplace_back("Authorization", "Bearer " + token);
-  request.headers.emplace_back("Accept", "application/json");
+  request.headers.emplace_back("Accept", accept.empty() ? "application/json" : accept);
   request.headers.emplace_back("User-Agent", user_agent());
   if (!request.body.empty()) request.headers.emplace_back("Content-Type", "application/json");
 }

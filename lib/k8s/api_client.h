@@ -107,6 +107,19 @@ class ApiClient {
   http::StreamEnd watch_node_pods(const std::string& node, const std::string& resource_version, int timeout_seconds,
                                   const http::StreamOptions& options,
                                   const std::function<bool(std::string_view)>& on_data);
+  /// One page of a LIST of `collection` (a path such as "/api/v1/pods", validated by the caller)
+  /// with `query` (without '?'; may be empty) and `limit`/`continue` paging: the answer, which must
+  /// be a `list_kind` with an items list. `accept` replaces the Accept header when not empty
+  /// (e.g. metadata only: "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1").
+  /// Retried like every call. Throws ApiError for an error answer, CniError(Decoding) otherwise.
+  Json list_page(const std::string& resource, const std::string& collection, const std::string& query,
+                 std::string_view list_kind, const std::string& accept, int limit, const std::string& continue_token);
+  /// WATCH of `collection` with `query` from `resource_version` with bookmarks, like
+  /// watch_node_pods (one attempt); `accept` as for list_page.
+  http::StreamEnd watch_collection(const std::string& resource, const std::string& collection, const std::string& query,
+                                   const std::string& resource_version, int timeout_seconds, const std::string& accept,
+                                   const http::StreamOptions& options,
+                                   const std::function<bool(std::string_view)>& on_data);
   /// HTTP requests sent so far (every attempt counts, retries included).
   int requests_made() const { return requests_; }
   /// One validated API call: the object's location (described in messages), what is sent, what the
@@ -129,10 +142,10 @@ class ApiClient {
   Json call_for_object(Call call);
   bool judge(const Call& call, const http::BatchOutcome& answer, int attempt, ApiOutcome& out, LastFailure& last,
              std::optional<std::chrono::milliseconds>& retry_after) const;
-  std::vector<ApiOutcome> run(std::vector<Call> calls);
+  std::vector<ApiOutcome> run(std::vector<Call> calls, const std::string& accept = {});
   Json decode(const http::HttpResponse& response, const Call& call) const;
   ApiError unanswered(const Call& call, const LastFailure& last, const http::RetryBudget& budget) const;
-  void add_headers(http::HttpRequest& request);
+  void add_headers(http::HttpRequest& request, const std::string& accept = {});
   const std::string& bearer_token();
   std::string sanitize(std::string_view server_text) const;
   ApiError error_for_response(const Call& call, const http::HttpResponse& response) const;

@@ -178,6 +178,9 @@ void validate_cluster_role(const Json& role, cni::Problems& out) {
       {kNadGroup, kNads, {"get"}, "reading the networks pods select"},
       {kNadGroup, kNads, {"list"}, "the node agent's NAD cache (CNI calls' lookups from memory)", true},
       {kNadGroup, "multi-networkpolicies", {"list"}, "MultiNetworkPolicy rules at ADD (when enabled)", true},
+      {kNadGroup, "multi-networkpolicies", {"watch"}, "the node agent's MultiNetworkPolicy sync (when enabled)", true},
+      {"", "namespaces", {"list", "watch"}, "the node agent's MultiNetworkPolicy sync (when enabled)", true},
+      {kNadGroup, kNads, {"list", "watch"}, "the node agent's MultiNetworkPolicy sync (when enabled)", true},
       {kDraGroup, "resourceclaims", {"get"}, "network devices of pods with DRA claims", true},
       {kDraGroup, "resourceslices", {"list"}, "network devices of pods with DRA claims", true}};
   if (find_path(role, {"aggregationRule"})) return;  // the controller fills the rules in

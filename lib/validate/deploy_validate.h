@@ -19,7 +19,9 @@ bool is_manifold_cluster_role(const Json& role);
 /// "pods list/watch: not granted; needed for the node agent's pod watch (hot-plug)". Needed: core
 /// pods get, list, watch; pods/status update; events create; k8s.cni.cncf.io
 /// network-attachment-definitions get; and, as warnings when missing (only some pods need them),
-/// multi-networkpolicies list, resource.k8s.io resourceclaims get and resourceslices list. "*" in
+/// multi-networkpolicies list and watch, namespaces and network-attachment-definitions list and
+/// watch, resource.k8s.io resourceclaims
+/// get and resourceslices list. "*" in
 /// apiGroups, resources or verbs matches anything ("*/status" any status subresource); a rule with
 /// resourceNames satisfies nothing (manifold reads any pod). A rule granting more than that — a
 /// write verb on pods (the pod itself, not its status), patch on pods/status, a write verb on NADs

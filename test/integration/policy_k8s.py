@@ -25,6 +25,7 @@ class PolicyK8sTestCase(PolicyTestCase, K8sTestCase):
     """Pods in the double, attached by ADD with MultiNetworkPolicy enforced."""
 
     policy_key = ENFORCE
+    node_name = "node1"  # the node the pods are scheduled on (the agent's tests: its node)
 
     def setUp(self):
         super().setUp()
@@ -65,7 +66,7 @@ class PolicyK8sTestCase(PolicyTestCase, K8sTestCase):
         if probes:
             element["cni-args"] = {"probes": probes, "probeRecord": self.probe_record}
         k8s_name, uid = self.k8s_name(name), "uid-" + self.k8s_name(name)
-        self.api.add_pod(ns, k8s_name, uid=uid, labels=labels or {},
+        self.api.add_pod(ns, k8s_name, uid=uid, labels=labels or {}, node_name=self.node_name,
                          annotations={NETWORKS: json.dumps([element])})
         netns = self.new_netns()
         self.quiet_sysctls(netns)

@@ -857,7 +857,8 @@ class DiscoveryTest(DoubleTestCase):
         self.assertEqual((core["kind"], core["groupVersion"]), ("APIResourceList", "v1"))
         verbs = {r["name"]: r["verbs"] for r in core["resources"]}
         self.assertEqual(verbs, {"events": ["create"],
-                                 "namespaces": ["create", "delete", "get", "list", "patch", "update"],
+                                 "namespaces": ["create", "delete", "get", "list", "patch", "update",
+                                                "watch"],
                                  "pods": ["get", "list", "patch", "update", "watch"],
                                  "pods/status": ["get", "patch", "update"]})
         pods = [r for r in core["resources"] if r["name"] == "pods"][0]
@@ -868,7 +869,7 @@ class DiscoveryTest(DoubleTestCase):
         self.assertEqual(nads["resources"], [{
             "name": "network-attachment-definitions",
             "singularName": "network-attachment-definition", "namespaced": True,
-            "kind": "NetworkAttachmentDefinition", "verbs": ["get", "list"],
+            "kind": "NetworkAttachmentDefinition", "verbs": ["get", "list", "watch"],
             "shortNames": ["net-attach-def"]}])
         policies = self.call("GET", "/apis/k8s.cni.cncf.io/v1beta1").json
         self.assertEqual([(r["name"], r["kind"], r["namespaced"]) for r in policies["resources"]],
@@ -1088,7 +1089,7 @@ class PodListTest(DoubleTestCase):
         bad_label = self.call("GET", f"{PODS}?labelSelector=a%20in%20()")
         self.assertEqual((bad_label.status, bad_label.json["reason"]), (400, "BadRequest"))
 
-    def test_limit_is_ignored_and_no_continue_is_returned(self) -> None:
+    def test_limit_is_ignored_at_resource_version_0(self) -> None:
         listed = self.call("GET",
                            f"/api/v1/namespaces/{self.a}/pods?limit=1&resourceVersion=0").json
         self.assertEqual([i["metadata"]["name"] for i in listed["items"]], ["p1", "p3"])
@@ -1777,10 +1778,10 @@ class DraTest(DoubleTestCase):
         self.assertEqual([(r["name"], r["kind"], r["namespaced"], r["verbs"])
                           for r in doc["resources"]], [
             ("resourceclaims", "ResourceClaim", True,
-             ["create", "delete", "get", "list", "patch", "update"]),
+             ["create", "delete", "get", "list", "patch", "update", "watch"]),
             ("resourceclaims/status", "ResourceClaim", True, ["get", "patch", "update"]),
             ("resourceslices", "ResourceSlice", False,
-             ["create", "delete", "get", "list", "patch", "update"])])
+             ["create", "delete", "get", "list", "patch", "update", "watch"])])
         table = "application/json;as=Table;v=v1;g=meta.k8s.io"
         slices = self.call("GET", DRA_SLICES, headers={"Accept": table}).json
         self.assertEqual([c["name"] for c in slices["columnDefinitions"]],
@@ -1845,6 +1846,71 @@ class PolicyObjectsTest(DoubleTestCase):
         self.api.set_rbac(manifold_rbac())  # the shipped role grants the list
         self.assertEqual(self.call("GET", self.POLICIES % "default").status, 200)
         self.assertEqual(self.call("GET", "/api/v1/namespaces/team-a").status, 403)
+
+    def test_watch_policies_and_namespaces(self) -> None:
+        reader = self.open_stream("/apis/k8s.cni.cncf.io/v1beta1/multi-networkpolicies", "watch=1")
+        self.assertEqual(reader.status, 200, reader.body)
+        self.assertEqual(kinds(reader.events(3)), [("ADDED", "a"), ("ADDED", "b"), ("ADDED", "c")])
+        self.api.add_multi_network_policy("other", "d", policy_for="blue")
+        self.addCleanup(self.api.delete_object, "multi-networkpolicies", "d", namespace="other")
+        self.api.add_multi_network_policy("other", "d", policy_for="red")
+        self.api.delete_object("multi-networkpolicies", "b", namespace="default")
+        events = reader.events(3)
+        self.assertEqual(kinds(events), [("ADDED", "d"), ("MODIFIED", "d"), ("DELETED", "b")])
+        self.assertEqual(events[1]["object"]["metadata"]["annotations"], {"k8s.v1.cni.cncf.io/policy-for": "red"})
+        self.assertLess(rv(events[1]["object"]), rv(events[2]["object"]))
+        labelled = self.open_stream("/api/v1/namespaces", "watch=1&labelSelector=team")
+        self.assertEqual(kinds(labelled.events(1)), [("ADDED", "team-a")])
+        self.api.add_namespace("team-a", {"other": "x"})
+        self.assertEqual(kinds(labelled.events(1)), [("DELETED", "team-a")])
+
+    def test_watch_nads_of_every_namespace(self) -> None:
+        self.api.add_nad("nads-a", "x", "{}")
+        self.addCleanup(self.api.delete_nad, "nads-a", "x")
+        listed = self.call("GET", "/apis/k8s.cni.cncf.io/v1/network-attachment-definitions").json
+        self.assertIn(("nads-a", "x"), [(i["metadata"]["namespace"], i["metadata"]["name"]) for i in listed["items"]])
+        reader = self.open_stream("/apis/k8s.cni.cncf.io/v1/network-attachment-definitions",
+                                  "watch=1&resourceVersion=" + listed["metadata"]["resourceVersion"],
+                                  headers={"Accept": "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"})
+        self.api.add_nad("nads-b", "y", "{}")
+        self.api.delete_nad("nads-b", "y")
+        events = reader.events(2)
+        self.assertEqual(kinds(events), [("ADDED", "y"), ("DELETED", "y")])
+        self.assertEqual(events[0]["object"]["kind"], "PartialObjectMetadata")
+
+    def test_paged_lists(self) -> None:
+        for name in ("p1", "p2", "p3"):
+            self.api.add_pod("paging", name)
+        first = self.call("GET", "/api/v1/namespaces/paging/pods?limit=2").json
+        self.assertEqual([i["metadata"]["name"] for i in first["items"]], ["p1", "p2"])
+        self.api.modify_pod("paging", "p3", labels={"late": "yes"})
+        token = first["metadata"]["continue"]
+        rest = self.call("GET", "/api/v1/namespaces/paging/pods?limit=2&continue=" + token).json
+        self.assertEqual([i["metadata"]["name"] for i in rest["items"]], ["p3"])
+        self.assertNotIn("continue", rest["metadata"])
+        self.assertEqual(rest["metadata"]["resourceVersion"], first["metadata"]["resourceVersion"])
+        policies = self.call("GET", "/apis/k8s.cni.cncf.io/v1beta1/multi-networkpolicies?limit=1").json
+        self.assertEqual(len(policies["items"]), 1)
+        self.assertIn("continue", policies["metadata"])
+        self.assertEqual(self.call("GET", "/api/v1/pods?limit=1&continue=garbage").status, 400)
+
+    def test_metadata_only(self) -> None:
+        self.api.add_pod("default", "meta", labels={"app": "m"}, annotations={"a": "b"})
+        listed = self.call("GET", "/api/v1/pods", headers={
+            "Accept": "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"}).json
+        self.assertEqual((listed["kind"], listed["apiVersion"]), ("PartialObjectMetadataList", "meta.k8s.io/v1"))
+        item = [i for i in listed["items"] if i["metadata"]["name"] == "meta"][0]
+        self.assertEqual(sorted(item), ["apiVersion", "kind", "metadata"])
+        self.assertEqual((item["kind"], item["metadata"]["labels"]), ("PartialObjectMetadata", {"app": "m"}))
+        wrong = self.call("GET", "/api/v1/pods", headers={
+            "Accept": "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"})
+        self.assertEqual(wrong.status, 406)
+        reader = self.open_stream("/api/v1/namespaces/default/pods", "watch=1&fieldSelector=metadata.name%3Dmeta",
+                                  headers={"Accept": "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"})
+        event = reader.events(1)[0]
+        self.assertEqual((event["type"], event["object"]["kind"], event["object"]["metadata"]["annotations"]),
+                         ("ADDED", "PartialObjectMetadata", {"a": "b"}))
+        self.assertNotIn("spec", event["object"])
 
 
 class KubectlTest(DoubleTestCase):

@@ -348,7 +348,17 @@ TEST_CASE("each missing ClusterRole grant is an error naming the resource, the v
     CHECK(errors_of(problems).empty());
     CHECK(warnings_of(problems) ==
           std::vector<std::string>{"warning: $.rules: multi-networkpolicies list: not granted; needed for "
-                                   "MultiNetworkPolicy rules at ADD (when enabled)"});
+                                   "MultiNetworkPolicy rules at ADD (when enabled)",
+                                   "warning: $.rules: multi-networkpolicies watch: not granted; needed for the node "
+                                   "agent's MultiNetworkPolicy sync (when enabled)"});
+  }
+  SECTION("namespaces list/watch is a warning: only the agent's policy sync needs it") {
+    role["rules"].erase(5);
+    auto problems = role_problems(role);
+    CHECK(errors_of(problems).empty());
+    CHECK(warnings_of(problems) ==
+          std::vector<std::string>{"warning: $.rules: namespaces list/watch: not granted; needed for the node "
+                                   "agent's MultiNetworkPolicy sync (when enabled)"});
   }
   SECTION("a rule limited by resourceNames grants nothing manifold can use") {
     role["rules"][1]["resourceNames"] = Json::array({"web"});
@@ -381,7 +391,9 @@ TEST_CASE("ClusterRole wildcards satisfy every need; grants beyond them are warn
     auto problems = role_problems(role);
     CHECK(errors_of(problems).empty());
     CHECK(warnings_of(problems) ==
-          std::vector<std::string>{"warning: $.rules[0]: grants more than manifold needs: write access to pods (only "
+          std::vector<std::string>{"warning: $.rules: namespaces list/watch: not granted; needed for the node agent's "
+                                   "MultiNetworkPolicy sync (when enabled)",
+                                   "warning: $.rules[0]: grants more than manifold needs: write access to pods (only "
                                    "pods/status update is needed), patch on pods/status"});
   }
   SECTION("a Multus-style role works, with warnings for what it grants beyond manifold's needs") {
@@ -392,6 +404,8 @@ TEST_CASE("ClusterRole wildcards satisfy every need; grants beyond them are warn
     CHECK(errors_of(problems).empty());
     CHECK(warnings_of(problems) ==
           std::vector<std::string>{
+              "warning: $.rules: namespaces list/watch: not granted; needed for the node agent's MultiNetworkPolicy "
+              "sync (when enabled)",
               "warning: $.rules: resourceclaims get: not granted; needed for network devices of pods with DRA claims",
               "warning: $.rules: resourceslices list: not granted; needed for network devices of pods with DRA claims",
               "warning: $.rules[0]: grants more than manifold needs: write access to network-attachment-definitions",
@@ -413,7 +427,7 @@ TEST_CASE("ClusterRole wildcards satisfy every need; grants beyond them are warn
         Json::parse(R"({"apiGroups":["resource.k8s.io"],"resources":["resourceclaims"],"verbs":["update"]})"));
     CHECK(
         warnings_of(role_problems(role)) ==
-        std::vector<std::string>{"warning: $.rules[7]: grants more than manifold needs: write access to DRA objects"});
+        std::vector<std::string>{"warning: $.rules[8]: grants more than manifold needs: write access to DRA objects"});
   }
   SECTION("patch on pods, NAD writes, secrets") {
     role["rules"].push_back(Json::parse(R"({"apiGroups":[""],"resources":["pods"],"verbs":["patch"]})"));
@@ -425,10 +439,10 @@ TEST_CASE("ClusterRole wildcards satisfy every need; grants beyond them are warn
     CHECK(errors_of(problems).empty());
     CHECK(warnings_of(problems) ==
           std::vector<std::string>{
-              "warning: $.rules[7]: grants more than manifold needs: write access to pods (only pods/status update is "
+              "warning: $.rules[8]: grants more than manifold needs: write access to pods (only pods/status update is "
               "needed)",
-              "warning: $.rules[8]: grants more than manifold needs: write access to network-attachment-definitions",
-              "warning: $.rules[9]: grants more than manifold needs: access to secrets"});
+              "warning: $.rules[9]: grants more than manifold needs: write access to network-attachment-definitions",
+              "warning: $.rules[10]: grants more than manifold needs: access to secrets"});
   }
   SECTION("aggregated roles are not checked") {
     role.erase("rules");

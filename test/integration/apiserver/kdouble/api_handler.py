@@ -31,7 +31,7 @@ from . import discovery, k8s_status as st
 from .access import RequestInfo, resolve_request
 from .certs import certificate_cn
 from .faults import Fault, apply_set
-from .negotiation import JSON, media_type, negotiate
+from .negotiation import JSON, PARTIAL_PREFIX, media_type, negotiate, to_partial
 from .objects import concurrent_write
 from .patch import PATCH_TYPES
 from .routes import Call
@@ -380,7 +380,8 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         if denied is not None:
             return Response(403, denied)
         form = negotiate(self.headers.get("Accept"),
-                         table_ok=info.is_resource and info.verb in ("get", "list", "watch"))
+                         table_ok=info.is_resource and info.verb in ("get", "list", "watch"),
+                         list_request=info.verb == "list")
         if form is None:
             return Response(406, st.not_acceptable())
         if not info.is_resource:
@@ -400,7 +401,9 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         code, obj = handler(self.core.store, call)
         if isinstance(obj, PodWatcher):
             return Response(code, watch=obj, form=form)
-        if form != JSON and code == 200:
+        if form.startswith(PARTIAL_PREFIX) and code == 200:
+            obj = to_partial(obj, form)
+        elif form != JSON and code == 200:
             obj = to_table(obj, form, info.resource)
         return Response(code, obj)
 

@@ -15,7 +15,7 @@ AlreadyExists / Conflict (stale resourceVersion, or none while `strict_resource_
 precondition), 400 for name/namespace mismatch and undecodable bodies, 422 Invalid for a missing
 name, bad annotations or a changed immutable spec (that message is worded approximately: the real
 one prints the Go struct). DELETE answers the deleted object (both DRA stores set
-ReturnDeletedObject). Objects have no watch (405): the watch machinery is the pods'.
+ReturnDeletedObject). Every change is a watch event of its kind (object_watch.py).
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ from typing import Any, Optional
 from . import k8s_status as st
 from .access import RequestInfo
 from .list_options import FieldLabels, OptionError, parse_list_options
+from .object_watch import record_change, record_deletion, watch_handler
+from .paging import page
 from .patch import PatchError, apply_patch
 from .routes import Call, Resource, RouteTable
 from .store import Result, Store, now_rfc3339
@@ -147,6 +149,7 @@ class ObjectStore:
             if isinstance(obj.get("metadata"), dict):
                 obj["metadata"]["resourceVersion"] = self._next_rv()
             self._objects[key] = obj
+            record_change(self._store, kind, ns, obj, prev)
             return copy.deepcopy(obj)
 
     @staticmethod
@@ -183,8 +186,7 @@ class ObjectStore:
 
     def remove(self, kind: Kind, ns: str, name: str) -> bool:
         """Deletes an object; returns whether it existed."""
-        with self._lock:
-            return self._objects.pop(self._key(kind, ns, name), None) is not None
+        return self.delete(kind, ns, name)[0] == 200
 
     def bump(self, kind: Kind, ns: str, name: str) -> bool:
         """Another writer's change: only the resourceVersion moves on."""
@@ -192,8 +194,16 @@ class ObjectStore:
             obj = self._objects.get(self._key(kind, ns, name))
             if obj is None or not isinstance(obj.get("metadata"), dict):
                 return False
+            prev = copy.deepcopy(obj)
             obj["metadata"]["resourceVersion"] = self._next_rv()
+            record_change(self._store, kind, ns, obj, prev)
             return True
+
+    def open_watch(self, kind: Kind, watcher: Any) -> Any:
+        """Registers a watch of `kind` with its current objects, atomically."""
+        with self._lock:
+            pairs = [(ons, o) for (g, p, ons, _), o in sorted(self._objects.items()) if (g, p) == kind.key]
+            return self._store.open_object_watch(watcher, pairs)
 
     # ---- the API ---------------------------------------------------------------------------
 
@@ -210,11 +220,14 @@ class ObjectStore:
         except OptionError as err:
             return err.code, err.status
         with self._lock:
-            items = [_list_item(o) for (g, p, ons, _), o in sorted(self._objects.items())
-                     if (g, p) == kind.key and opts.matches(o, ons)]
+            keys = sorted(key for key in self._objects if key[:2] == kind.key)
+            try:
+                chosen, meta = page(keys, self._objects.__getitem__, lambda key, o: opts.matches(o, key[2]),
+                                    opts.raw, self._store.current_rv())
+            except OptionError as err:
+                return err.code, err.status
             return 200, {"kind": kind.list_kind, "apiVersion": kind.resource.group_version,
-                         "metadata": {"resourceVersion": self._store.current_rv()},
-                         "items": items}
+                         "metadata": meta, "items": [_list_item(o) for o in chosen]}
 
     def _check_body(self, kind: Kind, ns: str, body: Any) -> tuple[Optional[dict], Result]:
         """(metadata, None) for a decodable body of this kind, else (None, the 400)."""
@@ -300,6 +313,7 @@ class ObjectStore:
                                         'Invalid value: "object": field is immutable')
             new["metadata"]["resourceVersion"] = self._next_rv()
             self._objects[self._key(kind, ns, name)] = new
+            record_change(self._store, kind, ns, new, stored)
             return 200, copy.deepcopy(new)
 
     @staticmethod
@@ -347,6 +361,7 @@ class ObjectStore:
                 return kind.not_found(name)
             if isinstance(obj.get("metadata"), dict):
                 obj["metadata"]["resourceVersion"] = self._next_rv()
+            record_deletion(self._store, kind, ns, obj)
             return 200, obj
 
     @staticmethod
@@ -390,7 +405,8 @@ def object_routes(table: RouteTable, kind: Kind) -> None:
 
     res = kind.resource
     table.add(res, {"get": get, "update": update, "patch": patch, "delete": delete}, named=True)
-    table.add(res, {"list": list_, "create": create}, named=False, all_namespaces=res.namespaced)
+    table.add(res, {"list": list_, "create": create, "watch": watch_handler(kind, objects)}, named=False,
+              all_namespaces=res.namespaced)
     if kind.status:
         table.add(res, {"get": get, "update": update, "patch": patch}, named=True,
                   subresource="status")

@@ -21,8 +21,8 @@ from typing import Any, Callable, Iterable, Optional
 
 from . import k8s_status as st
 from .access import RequestInfo
-from .list_options import FieldTerm, ListOptions, OptionError, parse_list_options
-from .store import EVENTS_GROUP, NAD_GROUP, NAD_RESOURCE, Result, Store
+from .list_options import FieldLabels, FieldTerm, ListOptions, OptionError, parse_list_options
+from .store import EVENTS_GROUP, NAD_GROUP, NAD_KEY, NAD_RESOURCE, Result, Store
 from .watch import PodWatcher
 
 
@@ -178,6 +178,24 @@ def _list_nads(store: Store, call: Call) -> Result:
     return store.list_nads(call.info.namespace)
 
 
+def _nad_meta(key: str) -> Callable[[dict], str]:
+    return lambda obj: str((obj.get("metadata") or {}).get(key, ""))
+
+
+NAD_LABELS = FieldLabels({"metadata.name": _nad_meta("name"), "metadata.namespace": _nad_meta("namespace")},
+                         lambda label: f'"{label}" is not a known field selector: only "metadata.name", '
+                                       f'"metadata.namespace"')
+
+
+def _watch_nads(store: Store, call: Call) -> tuple[int, Any]:
+    try:
+        opts = parse_list_options(call.query, call.info.namespace, True, NAD_LABELS)
+    except OptionError as err:
+        return err.code, err.status
+    return 200, store.open_nad_watch(PodWatcher(opts, path=call.info.path, query=call.query, user=call.user,
+                                                kind=NAD_KEY))
+
+
 def _get_nad(store: Store, call: Call) -> Result:
     return store.get_nad(call.info.namespace, call.info.name)
 
@@ -195,7 +213,7 @@ def default_routes() -> RouteTable:
     table.add(PODS, {"list": _list_pods, "watch": _watch_pods}, named=False, all_namespaces=True)
     table.add(CORE_EVENTS, {"create": _create_event}, named=False)
     table.add(EVENTS, {"create": _create_event}, named=False)
-    table.add(NADS, {"list": _list_nads}, named=False)
+    table.add(NADS, {"list": _list_nads, "watch": _watch_nads}, named=False, all_namespaces=True)
     table.add(NADS, {"get": _get_nad}, named=True)
     add_dra_routes(table)
     add_policy_routes(table)

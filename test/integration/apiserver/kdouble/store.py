@@ -26,7 +26,8 @@ import uuid
 from typing import Any, Optional
 
 from . import k8s_status as st
-from .list_options import ListOptions
+from .list_options import ListOptions, OptionError
+from .paging import page
 from .patch import PatchError, apply_patch
 from .validation import DecodeError, check_object, validate_annotations
 from .watch import (ADDED, DELETED, MODIFIED, PodEvent, PodWatcher, WatchRegistry,
@@ -34,6 +35,7 @@ from .watch import (ADDED, DELETED, MODIFIED, PodEvent, PodWatcher, WatchRegistr
 
 NAD_GROUP = "k8s.cni.cncf.io"
 NAD_RESOURCE = "network-attachment-definitions"
+NAD_KEY = (NAD_GROUP, NAD_RESOURCE)  # the (group, plural) of NAD watch events
 EVENTS_GROUP = "events.k8s.io"
 _RV_RE = re.compile(r"^[0-9]+$")
 
@@ -62,6 +64,7 @@ class Store:
         self._rv = 1000
         self._watch = WatchRegistry(self._cond, self._rv)
         self._pods: dict[tuple[str, str], dict] = {}
+        self._sorted_keys: Optional[list] = None  # the pods' keys in order, until one comes or goes
         self._nads: dict[tuple[str, str], dict] = {}
         self._events: dict[tuple[str, str, str], dict] = {}
         self._event_order: list[tuple[str, str, str]] = []
@@ -83,6 +86,8 @@ class Store:
         """The one place pods change: stores `pod` (None: removes the pod) and records the watch
         event. The caller holds the lock, has already given `pod` its new resourceVersion (the
         latest handed out) and passes `prev`, a copy of the state before (None: a new pod)."""
+        if pod is None or prev is None:
+            self._sorted_keys = None
         if pod is None:
             if prev is None:
                 return
@@ -173,10 +178,15 @@ class Store:
         """LIST of the pods matching opts (its namespace, or all with ""), sorted by namespace
         and name; items carry no kind/apiVersion, as in the real server's lists."""
         with self._lock:
-            items = [_list_item(p) for (ns, _), p in sorted(self._pods.items())
-                     if opts.matches(p, ns)]
-            return 200, {"kind": "PodList", "apiVersion": "v1",
-                         "metadata": {"resourceVersion": str(self._rv)}, "items": items}
+            if self._sorted_keys is None:
+                self._sorted_keys = sorted(self._pods)
+            try:
+                chosen, meta = page(self._sorted_keys, self._pods.__getitem__,
+                                    lambda key, pod: opts.matches(pod, key[0]), opts.raw, str(self._rv))
+            except OptionError as err:
+                return err.code, err.status
+            return 200, {"kind": "PodList", "apiVersion": "v1", "metadata": meta,
+                         "items": [_list_item(p) for p in chosen]}
 
     # ---- watch -----------------------------------------------------------------------------
 
@@ -186,6 +196,18 @@ class Store:
         with self._lock:
             pods = [(ns, p) for (ns, _), p in sorted(self._pods.items())]
             return self._watch.open(watcher, pods, self._rv)
+
+    def open_object_watch(self, watcher: PodWatcher, objects: list) -> PodWatcher:
+        """open_watch for another kind (objects.py): `objects` are its current (namespace,
+        object) pairs in key order, taken under this store's lock."""
+        with self._lock:
+            return self._watch.open(watcher, objects, self._rv)
+
+    def record_object_event(self, event: PodEvent) -> None:
+        """Records another kind's change (objects.py) in the one watch history; the caller holds
+        the lock and gave the object its new resourceVersion."""
+        with self._lock:
+            self._watch.record(event)
 
     def close_watch(self, watcher: PodWatcher) -> None:
         """Unregisters a watch stream."""
@@ -329,13 +351,25 @@ class Store:
                 spec = {"config": config} if config is not None else {}
             nad = {"apiVersion": f"{NAD_GROUP}/v1", "kind": "NetworkAttachmentDefinition",
                    "metadata": meta, "spec": spec}
+            prev = self._nads.get((ns, name))
             self._nads[(ns, name)] = nad
+            self._watch.record(PodEvent(self._rv, ADDED if prev is None else MODIFIED, ns, copy.deepcopy(nad),
+                                        copy.deepcopy(prev), NAD_KEY))
             return copy.deepcopy(nad)
 
     def delete_nad(self, ns: str, name: str) -> bool:
         """Removes a NAD; returns whether it existed."""
         with self._lock:
-            return self._nads.pop((ns, name), None) is not None
+            prev = self._nads.pop((ns, name), None)
+            if prev is not None:
+                rv = int(self._next_rv())
+                self._watch.record(PodEvent(rv, DELETED, ns, with_resource_version(prev, rv), prev, NAD_KEY))
+            return prev is not None
+
+    def open_nad_watch(self, watcher: PodWatcher) -> PodWatcher:
+        """open_watch for NADs (every namespace's; the watcher's options select)."""
+        with self._lock:
+            return self._watch.open(watcher, [(ns, n) for (ns, _), n in sorted(self._nads.items())], self._rv)
 
     def get_nad(self, ns: str, name: str) -> Result:
         """GET of one NAD: 200 with it, or the real 404 Status."""
@@ -346,9 +380,9 @@ class Store:
             return 200, copy.deepcopy(nad)
 
     def list_nads(self, ns: str) -> Result:
-        """LIST of a namespace's NADs, sorted by name as etcd returns them."""
+        """LIST of a namespace's NADs ("" = every namespace's), sorted as etcd returns them."""
         with self._lock:
-            items = [copy.deepcopy(n) for (nns, _), n in sorted(self._nads.items()) if nns == ns]
+            items = [copy.deepcopy(n) for (nns, _), n in sorted(self._nads.items()) if nns == ns or not ns]
             return 200, {"apiVersion": f"{NAD_GROUP}/v1",
                          "kind": "NetworkAttachmentDefinitionList",
                          "metadata": {"resourceVersion": str(self._rv)}, "items": items}

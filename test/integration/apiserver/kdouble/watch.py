@@ -55,6 +55,7 @@ class PodEvent:
     namespace: str
     obj: Any
     prev: Any = None
+    kind: tuple = ("", "pods")  # (group, plural) of the object
 
 
 def with_resource_version(obj: Any, rv: int) -> Any:
@@ -145,9 +146,12 @@ class PodWatcher:
     started: float = field(default_factory=time.time)
     events_sent: int = 0
     bookmarks_sent: int = 0
+    kind: tuple = ("", "pods")  # (group, plural) watched
 
     def offer(self, event: PodEvent) -> None:
         """Queues what this watcher sees of the event (if anything)."""
+        if event.kind != self.kind:
+            return
         seen = convert(event, self.opts)
         if seen is not None:
             self.queue.append((event.rv, seen[0], seen[1]))
@@ -160,7 +164,8 @@ class PodWatcher:
                 "labelSelector": self.opts.label_selector,
                 "allowWatchBookmarks": self.opts.allow_bookmarks, "started": self.started,
                 "events_sent": self.events_sent, "bookmarks_sent": self.bookmarks_sent,
-                "queued": len(self.queue)}
+                "queued": len(self.queue),
+                "resource": self.kind[1]}
 
 
 class WatchRegistry:
@@ -189,7 +194,7 @@ class WatchRegistry:
              current_rv: int) -> PodWatcher:
         """Registers a watcher: synthetic ADDED events for the matching pods when it has no
         resourceVersion, else the history after it (or the 410 Status when that is gone).
-        `pods` are the current (namespace, pod) pairs in key order."""
+        `pods` are the current (namespace, object) pairs of the watched kind in key order."""
         start = watcher.opts.resource_version
         if start is None:
             for namespace, pod in pods:

@@ -22,7 +22,7 @@ from typing import Any, Callable, Optional
 
 from . import k8s_status as st
 from .faults import Fault
-from .negotiation import JSON
+from .negotiation import JSON, PARTIAL_PREFIX, to_partial
 from .tables import to_table
 from .watch import BOOKMARK, ERROR, PodWatcher, WatchSettings, bookmark
 
@@ -186,8 +186,10 @@ class WatchStream:
     # ---- the wire --------------------------------------------------------------------------
 
     def _line(self, kind: str, obj: Any) -> bytes:
-        if self.form != JSON and kind not in (BOOKMARK, ERROR):
-            obj = to_table(obj, self.form, "pods")
+        if self.form.startswith(PARTIAL_PREFIX) and kind not in (BOOKMARK, ERROR):
+            obj = to_partial(obj, self.form)
+        elif self.form != JSON and kind not in (BOOKMARK, ERROR):
+            obj = to_table(obj, self.form, self.watcher.kind[1])
         return self.encode({"type": kind, "object": obj})
 
     def _send(self, kind: str, obj: Any) -> None:
