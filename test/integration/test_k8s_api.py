@@ -297,6 +297,31 @@ class K8sApiTest(K8sTestCase):
         self.assertNotIn("rotated-token", add.stderr + add.stdout + self.tree.log_tail(10 ** 6))
         self.assertNothingLeft()
 
+    def test_a_token_bound_to_the_agents_deleted_pod(self):
+        # The DaemonSet's agent installs its pod's projected token, which the API server refuses
+        # once that pod is gone: a pod added before is still deleted cleanly (from the cache), a
+        # new ADD is refused with a clear 401 and leaves nothing.
+        self.api.add_pod("kube-system", "manifold-agent", uid="uid-manifold-agent")
+        self.api.set_tokens({"agent-pod-token": {"user": self.api.user, "boundPod": {
+            "namespace": "kube-system", "name": "manifold-agent", "uid": "uid-manifold-agent"}}})
+        token_file = self.api.write_token_file(self.tree.path("sa-token"), "agent-pod-token")
+        self.kubeconfig = self.api.write_kubeconfig(self.tree.path("kubeconfig"), auth="tokenFile",
+                                                    token_file=token_file)
+        self.api.add_nad("default", "mac-a", self.macvlan_nad_conf())
+        self.add_pod({NETWORKS: "mac-a"})
+        self.write_k8s()
+        self.assertOk(self.add())
+        self.assertEqual(sorted(self.pod.link_names()), ["eth0", "lo", "net1"])
+        self.api.delete_pod("kube-system", "manifold-agent")
+        self.api.clear_requests()
+        self.assertOk(self.delete())
+        self.assertEqual(self.requests(), [], "DEL works from the cache, without the API server")
+        self.assertNothingLeft()
+        add = self.add()
+        self.assertCniError(add, 103)
+        self.assertErrorMentions(add, "401", "Unauthorized")
+        self.assertNothingLeft()
+
     def test_client_certificate_auth(self):
         for form in ("file", "data"):
             self.kubeconfig = self.api.write_kubeconfig(self.tree.path("kubeconfig"), auth="cert",

@@ -11,7 +11,8 @@ network layer, and manifold talks to the Kubernetes API server double (test/inte
 - an ADD rolled back after the default-route step (the status write failed for good) puts back
   the default routes of the interfaces that outlive it (one there before the ADD, one whose DEL
   failed and stays recorded) and removes the one it added; rolled back after `"default-route": []`,
-  it gives such an interface back its IPv4 and its IPv6 default route;
+  it gives such an interface back its IPv4 and its IPv6 default route; so does an ADD whose
+  result cannot be rendered after the status write;
 - the pod's cni-args win over the NAD's keys; a meshed attachment's status entry carries the
   manifold.io/mesh field with its ports;
 - two elements asking for one family, and an interface name with a space or of 16 characters,
@@ -205,6 +206,32 @@ class KubernetesScopingTest(ScopingTestCase):
         self.assertEqual([r["command"] for r in self.tree.records()], ["ADD", "DEL"])
         self.api.clear_faults()
         os.unlink(fail_flag)
+        self.assertOk(self.verb("del"))
+        self.pod.ip("link", "del", "pre0")
+        self.assertNothingLeft()
+
+    def test_a_result_that_fails_after_the_default_route_step_rolls_it_back(self):
+        # The status write succeeds; then the result cannot be rendered in the runtime's version
+        # (0.2.0 needs an IP address, the cluster delegate reported none): the rollback must give
+        # pre0, which was in the pod before the ADD, its default route back.
+        self.pod.ip("link", "add", "pre0", "type", "veth", "peer", "name", "pre1")
+        self.pod.ip("addr", "add", "203.0.113.2/24", "dev", "pre0")
+        for link in ("pre0", "pre1"):
+            self.pod.ip("link", "set", link, "up")
+        self.pod.ip("route", "add", "default", "via", "203.0.113.1", "dev", "pre0", "metric", "50")
+        self.api.add_nad(POD_NS, "data", net1_conf(False))
+        self.api.add_pod(POD_NS, POD_NAME, uid=POD_UID, annotations={NETWORKS: json.dumps(
+            [{"name": "data", "interface": "net1", "default-route": [NET1_GW[4]]}])})
+        self.write_manifold("0.2.0", [self.fake_conf("fake-record", name="cluster")],
+                            kubeconfig=self.kubeconfig)
+        add = self.add()
+        self.assertCniError(add, 1)
+        self.assertIn("no IP address", add.stdout + add.stderr)
+        self.assertIsNotNone(self.api.get_pod(POD_NS, POD_NAME)["metadata"]["annotations"].get(STATUS),
+                             "the status write came before the result")
+        self.assertEqual(self.pod.link_names(), ["lo", "pre0", "pre1"])
+        self.assertEqual(self.defaults(4), [("203.0.113.1", "pre0")])
+        self.assertEqual([r["command"] for r in self.tree.records()], ["ADD", "DEL"])
         self.assertOk(self.verb("del"))
         self.pod.ip("link", "del", "pre0")
         self.assertNothingLeft()

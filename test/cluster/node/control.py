@@ -1,12 +1,14 @@
 """A running node as its scripts and tests see it: its tree, its holder process, its binaries, and
 the commands that reach inside (kubectl with the admin kubeconfig, any command in the node's
-namespaces), plus bounded waiting for a condition to hold.
+namespaces), the starting and stopping of its components (a restart of its runtime as a node
+restarts without a reboot), plus bounded waiting for a condition to hold.
 """
 import os
+import signal
 import subprocess
 import time
 
-from node import layout, namespaces
+from node import configs, layout, namespaces
 from node.namespaces import NodeError
 
 
@@ -96,6 +98,47 @@ class Node:
                 return f.read()[-limit:]
         except OSError as e:
             return "<%s>" % e
+
+    def start_component(self, name, argv):
+        """Starts a long-running component inside the node and records its pid (for `down`)."""
+        proc = namespaces.start(self.layout, self.holder, name, argv)
+        # The component outlives this process (down stops it by its recorded pid): not ours to
+        # wait for, so the Popen must not warn about a child still running when it is collected.
+        proc.returncode = 0
+        self.state["components"][name] = proc.pid
+        self.save()
+
+    def stop_component(self, name, grace=30):
+        """SIGTERM to a recorded component, as a service manager stops it (SIGKILL after grace
+        seconds); returns once it is gone."""
+        pid = self.state.get("components", {}).get(name)
+        if not pid or not _running(pid):
+            return
+        os.kill(pid, signal.SIGTERM)
+        try:
+            wait_until(name + " to exit", lambda: not _running(pid), grace, 0.2)
+        except NodeError:
+            os.kill(pid, signal.SIGKILL)
+            wait_until(name + " to die", lambda: not _running(pid), 30, 0.2)
+
+    def start_containerd(self):
+        """Starts containerd from its configuration and waits until it answers."""
+        self.start_component("containerd", configs.containerd(self.layout))
+        wait_until("containerd", lambda: self.run(["ctr", "--address", layout.CONTAINERD_SOCKET,
+                                                   "version"], check=False).returncode == 0,
+                   60, alive=lambda: self.check_alive(["containerd"]))
+
+    def restart_runtime(self, stop_pods):
+        """A node restart without a reboot: the kubelet and containerd stopped (SIGTERM), and with
+        stop_pods every pod's process and containerd's shims killed too, as a shutdown of the
+        node's services does (pinned network namespaces, /run and /var/lib stay, as without a
+        reboot); then containerd and the kubelet started again with the same configuration."""
+        for name in ("kubelet", "containerd"):
+            self.stop_component(name)
+        if stop_pods:
+            namespaces.kill_pods(self.layout)
+        self.start_containerd()
+        self.start_component("kubelet", configs.kubelet(self.layout, self.bins))
 
     def check_alive(self, names=None):
         """Raises (with the log's end) if a started component has exited."""

@@ -167,6 +167,51 @@ def namespace_processes(ids):
     return pids
 
 
+def kill_pods(node, timeout=60):
+    """SIGKILLs the processes of the node's pods (below its cgroup, outside the components'
+    `system` child) and containerd's shims (in `system`), and waits, bounded, until none is left."""
+    def pods_and_shims():
+        pids = set()
+        for root in hierarchies():
+            top = os.path.join(root, node.cgroup)
+            for dirpath, _, files in os.walk(top):
+                if "cgroup.procs" not in files or dirpath == top:
+                    continue
+                component = os.path.relpath(dirpath, top).split(os.sep)[0] == "system"
+                pids.update(p for p in _cgroup_procs(dirpath) if not component or _is_shim(p))
+        return pids
+
+    deadline = time.monotonic() + timeout
+    while True:
+        pids = pods_and_shims()
+        if not pids:
+            return
+        if time.monotonic() > deadline:
+            raise NodeError("processes of the node's pods survive SIGKILL: %s" % sorted(pids))
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.1)
+
+
+def _cgroup_procs(path):
+    try:
+        with open(os.path.join(path, "cgroup.procs"), encoding="utf-8") as f:
+            return [int(p) for p in f.read().split()]
+    except OSError:
+        return []
+
+
+def _is_shim(pid):
+    try:
+        with open("/proc/%d/comm" % pid, encoding="utf-8") as f:
+            return f.read().startswith("containerd-shim")
+    except OSError:
+        return False
+
+
 def freeze(node, state):
     """Freezes (or thaws) the node's whole cgroup subtree, so processes cannot fork while killed."""
     for root in hierarchies():

@@ -56,9 +56,7 @@ def _prepare_tree(node, bins):
 
 
 def _start(node, name, argv):
-    proc = namespaces.start(node.layout, node.holder, name, argv)
-    node.state["components"][name] = proc.pid
-    node.save()
+    node.start_component(name, argv)
 
 
 def _start_namespaces(node):
@@ -89,10 +87,7 @@ def _control_plane(node, bins):
 
 def _runtime(node):
     tree = node.layout
-    _start(node, "containerd", configs.containerd(tree))
-    wait_until("containerd", lambda: node.run(["ctr", "--address", layout.CONTAINERD_SOCKET,
-                                               "version"], check=False).returncode == 0,
-               60, alive=node.check_alive)
+    node.start_containerd()
     for archive, name in images.build_archives(tree):
         images.import_archive(node.holder, archive, name)
         os.unlink(archive)

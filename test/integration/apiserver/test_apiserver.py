@@ -288,6 +288,22 @@ class AuthTest(DoubleTestCase):
         self.assertEqual(self.call("GET", POD, token="rotated-token").status, 200)
         self.assertEqual([e["status"] for e in self.api.requests()], [401, 200])
 
+    def test_a_token_bound_to_a_pod_is_refused_once_the_pod_is_gone(self) -> None:
+        # As kube-apiserver treats a projected service-account token: valid while the pod it was
+        # issued for exists with the same UID (seen on the real node when the agent's pod went).
+        self.api.add_pod("kube-system", "agent", uid="uid-agent")
+        self.api.set_tokens({"bound-token": {"user": USER, "boundPod": {
+            "namespace": "kube-system", "name": "agent", "uid": "uid-agent"}}})
+        self.assertEqual(self.call("GET", POD, token="bound-token").status, 200)
+        self.api.add_pod("kube-system", "agent", uid="uid-agent-2")  # recreated: another UID
+        self.assertEqual(self.call("GET", POD, token="bound-token").status, 401)
+        self.api.add_pod("kube-system", "agent", uid="uid-agent")
+        self.assertEqual(self.call("GET", POD, token="bound-token").status, 200)
+        self.api.delete_pod("kube-system", "agent")
+        reply = self.call("GET", POD, token="bound-token")
+        self.assertEqual((reply.status, reply.json["reason"]), (401, "Unauthorized"))
+        self.assertEqual(self.api.tokens(), {"bound-token": USER})
+
     def test_client_certificate_is_accepted(self) -> None:
         reply = self.call("GET", POD, token=None, conn=self.connect(cert=True))
         self.assertEqual(reply.status, 200)

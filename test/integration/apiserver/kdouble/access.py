@@ -2,8 +2,9 @@
 
 Authentication tries the client certificate first (verified against the double's CA during the
 TLS handshake; the user is the certificate's CN), then the bearer token (a mutable token → user
-table, so tests can rotate tokens; plus a fixed admin token for an operator's kubectl). Anything
-else is 401. Authorization then applies, in order: deny rules added by tests (to provoke a 403 on
+table, so tests can rotate tokens; plus a fixed admin token for an operator's kubectl). A token may
+be bound to a pod, as a projected service-account token is: like kube-apiserver, the double accepts
+it only while that pod exists with the same UID. Anything else is 401. Authorization then applies, in order: deny rules added by tests (to provoke a 403 on
 one verb/resource), and, when enabled, an RBAC allow-list in ClusterRole form, evaluated as the
 RBAC authorizer does for any group and resource (`*`, `*/subresource`, resourceNames;
 `manifold_rbac()` is the role manifold ships, read from conf/rbac.yaml each time it is asked for).
@@ -18,7 +19,7 @@ from __future__ import annotations
 import fnmatch
 import threading
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Union
+from typing import Callable, Iterable, Optional, Union
 from urllib.parse import parse_qs
 
 from . import k8s_status as st
@@ -121,6 +122,7 @@ class AccessControl:
                  admin_token: Optional[str] = None) -> None:
         self._lock = threading.Lock()
         self._tokens: dict[str, str] = {}
+        self._bound: dict[str, tuple[str, str, Optional[str]]] = {}  # token → (ns, pod, uid)
         self.admin_token = admin_token
         self._deny: list[DenyRule] = []
         self._rbac: Optional[list[dict]] = None
@@ -128,22 +130,37 @@ class AccessControl:
         self.set_tokens(list(tokens))
 
     def set_tokens(self, tokens: Union[list, dict]) -> None:
-        """Replaces the valid tokens: a list (all map to the default user) or token → user."""
+        """Replaces the valid tokens: a list (all map to the default user) or token → user, where
+        a user may be {"user": U, "boundPod": {"namespace", "name", "uid" (optional)}}: a token
+        valid only while that pod exists (with that UID)."""
         table = dict(tokens) if isinstance(tokens, dict) else {t: self.default_user for t in tokens}
+        users: dict[str, str] = {}
+        bound: dict[str, tuple[str, str, Optional[str]]] = {}
         for token, user in table.items():
+            if isinstance(user, dict):
+                pod = user.get("boundPod")
+                if not isinstance(pod, dict) or not all(
+                        isinstance(pod.get(k), str) and pod[k] for k in ("namespace", "name")):
+                    raise ValueError("boundPod must name a pod's namespace and name")
+                bound[token] = (pod["namespace"], pod["name"], pod.get("uid"))
+                user = user.get("user", self.default_user)
             if not isinstance(token, str) or not token or not isinstance(user, str) or not user:
                 raise ValueError("tokens and users must be non-empty strings")
+            users[token] = user
         with self._lock:
-            self._tokens = table
+            self._tokens = users
+            self._bound = bound
 
     def tokens(self) -> dict[str, str]:
         """Returns the token → user table."""
         with self._lock:
             return dict(self._tokens)
 
-    def authenticate(self, cert_user: Optional[str], authorization: Optional[str]) \
+    def authenticate(self, cert_user: Optional[str], authorization: Optional[str],
+                     get_pod: Optional[Callable[[str, str], Optional[dict]]] = None) \
             -> tuple[str, Optional[str]]:
-        """Returns (credential kind presented, authenticated user or None)."""
+        """Returns (credential kind presented, authenticated user or None). get_pod(ns, name)
+        looks up the pod a bound token names."""
         token = None
         if authorization:
             parts = authorization.strip().split(" ")
@@ -157,6 +174,11 @@ class AccessControl:
             return kind, ADMIN_USER
         with self._lock:
             user = self._tokens.get(token) if token else None
+            binding = self._bound.get(token) if token else None
+        if user and binding and get_pod is not None:
+            pod = get_pod(binding[0], binding[1])
+            if pod is None or binding[2] not in (None, pod.get("metadata", {}).get("uid")):
+                return kind, None
         return kind, user
 
     def add_deny(self, rule: DenyRule) -> None:

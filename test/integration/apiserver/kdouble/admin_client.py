@@ -166,8 +166,10 @@ class AdminClient:
         return self.delete_object(SLICES, name)
 
     def set_tokens(self, tokens: Union[list, dict]) -> None:
-        """Replaces the valid bearer tokens (list, or token → user). Old tokens then get 401.
-        `self.token` becomes the first new token."""
+        """Replaces the valid bearer tokens (list, or token → user, where a user may be
+        {"user": U, "boundPod": {"namespace": N, "name": P, "uid": UID}}: valid only while that pod
+        exists, as a projected service-account token). Old tokens then get 401. `self.token`
+        becomes the first new token."""
         self._call("PUT", "/admin/tokens", {"tokens": tokens})
         first = next(iter(tokens), None)
         if first is not None:

@@ -182,7 +182,8 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         path, query = url.path or "/", url.query
         info = resolve_request(self.command, path, query)
         auth_kind, user = self.core.access.authenticate(self.cert_user,
-                                                        self.headers.get("Authorization"))
+                                                        self.headers.get("Authorization"),
+                                                        self.core.store.get_pod)
         entry: dict = {"seq": seq, "conn": self.conn_id, "conn_request": index,
                        "method": self.command, "path": path, "query": query, "verb": info.verb,
                        "headers": {k.lower(): v for k, v in self.headers.items()},
