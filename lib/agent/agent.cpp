@@ -33,11 +33,7 @@ std::optional<k8s::Pod> decoded_pod(const Json& object) {
 }
 
 ReconcilerOptions reconciler_options(const AgentOptions& agent) {
-  ReconcilerOptions o;
-  o.cni_dir = agent.cni_dir;
-  o.kubeconfig = agent.kubeconfig;
-  o.conf_dir = agent.conf_dir;
-  return o;
+  return ReconcilerOptions{.cni_dir = agent.cni_dir, .kubeconfig = agent.kubeconfig, .conf_dir = agent.conf_dir};
 }
 
 policysync::PolicyAgentOptions policy_options(const AgentOptions& agent) {
@@ -48,10 +44,6 @@ policysync::PolicyAgentOptions policy_options(const AgentOptions& agent) {
   o.views.watch_timeout_seconds = agent.watch_timeout_seconds;
   o.views.max_backoff = agent.max_backoff;
   return o;
-}
-
-double seconds_since(Clock::time_point start, Clock::time_point end) {
-  return std::chrono::duration<double>(end - start).count();
 }
 
 }  // namespace
@@ -348,7 +340,8 @@ void Agent::reconcile_pod(const std::string& uid) {
   state.told_failure = outcome.result == ReconcileResult::Failed ? outcome.message : std::string();
   state.told_annotation = annotation;
   metrics_.api_requests.inc(outcome.api_requests);
-  if (outcome.result != ReconcileResult::NotHere) metrics_.reconcile_duration.observe(seconds_since(start, end));
+  if (outcome.result != ReconcileResult::NotHere)
+    metrics_.reconcile_duration.observe(std::chrono::duration<double>(end - start).count());
   switch (outcome.result) {
     case ReconcileResult::NotHere:
       state.failures = 0;
