@@ -15,10 +15,10 @@ namespace manifold::policysync {
 
 namespace {
 
-// The multiNetworkPolicy settings of a recorded invocation's config (a conflist: its first plugin).
-policy::PolicyConfig recorded_config(const cni::Invocation& inv) {
-  const Json meta = cni::parse_meta_config(inv.config).multi_network_policy;
-  return policy::read_policy_config(meta);
+// The multiNetworkPolicy settings and namespace rules of a recorded invocation's config.
+std::pair<policy::PolicyConfig, k8s::NamespacePolicy> recorded_config(const cni::Invocation& inv) {
+  const cni::MetaConfig meta = cni::parse_meta_config(inv.config);
+  return {policy::read_policy_config(meta.multi_network_policy), k8s::namespace_policy_from_config(meta)};
 }
 
 void add_entry(const store::ContainerRecord& record, std::vector<LocalAttachment>& out) {
@@ -28,13 +28,13 @@ void add_entry(const store::ContainerRecord& record, std::vector<LocalAttachment
   if (!pod || !inv) return;
   const std::string netns = engine::del_netns(record.netns);
   if (netns.empty()) return;
-  std::optional<policy::PolicyConfig> config;
+  std::optional<std::pair<policy::PolicyConfig, k8s::NamespacePolicy>> config;
   for (const store::AttachmentRecord& a : record.attachments) {
     if (a.policy.is_null()) continue;
     policy::PolicyState state = policy::PolicyState::from_json(a.policy);
     if (!state.applied) continue;
     if (!config) config = recorded_config(*inv);
-    out.push_back({record.key(), pod->namespace_, pod->name, netns, std::move(state), *config});
+    out.push_back({record.key(), pod->namespace_, pod->name, netns, std::move(state), config->first, config->second});
   }
 }
 

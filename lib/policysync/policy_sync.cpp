@@ -87,8 +87,10 @@ ViewNeeds PolicySync::needs(const std::vector<LocalAttachment>& attachments) con
 }
 
 // The policies of the pod's namespace; a valid one that selects the pod and names a network not
-// known to exist is made invalid, as ADD makes it (a typo in policy-for closes, never opens).
-std::vector<policy::MultiNetworkPolicy> PolicySync::policies_for(const policy::PodView& pod) const {
+// known to exist is made invalid, as ADD makes it (a typo in policy-for closes, never opens). As at
+// ADD, a network the pod may never join (namespaceIsolation) is not asked about.
+std::vector<policy::MultiNetworkPolicy> PolicySync::policies_for(const policy::PodView& pod,
+                                                                 const k8s::NamespacePolicy& isolation) const {
   std::vector<policy::MultiNetworkPolicy> out;
   const auto byname = policies_.find(pod.ns);
   if (byname == policies_.end()) return out;
@@ -98,6 +100,11 @@ std::vector<policy::MultiNetworkPolicy> PolicySync::policies_for(const policy::P
       for (const policy::NetworkRef& n : stored.policy.networks) {
         if (pod.ips.count(n.str()) != 0) continue;  // the pod is attached to it: it exists
         if (networks_.count(n.str()) != 0) continue;
+        try {
+          k8s::check_isolation(isolation, pod.ns, n.ns);
+        } catch (const cni::CniError&) {
+          continue;
+        }
         policy::invalidate_policy(p, policy::kPolicyForPath + ": names network " + n.str() + ", which does not exist");
         break;
       }
@@ -145,7 +152,7 @@ SyncResult PolicySync::sync(const std::vector<LocalAttachment>& attachments, boo
     seen.insert(id);
     const auto pod = local_pods_.find(pod_key(a.pod_ns, a.pod_name));
     if (pod == local_pods_.end()) continue;  // not delivered yet: ADD's rules stay
-    const std::vector<policy::MultiNetworkPolicy> policies = policies_for(pod->second);
+    const std::vector<policy::MultiNetworkPolicy> policies = policies_for(pod->second, a.isolation);
     // Attachments whose covering policies are the same share one world (one walk of the peers).
     std::string world_key = a.state.network;
     for (const policy::MultiNetworkPolicy& p : policies)

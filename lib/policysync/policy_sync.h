@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "k8s/isolation.h"
 #include "policy/enforce.h"
 #include "policy/evaluate.h"
 #include "policy/policy.h"
@@ -32,12 +33,13 @@ namespace manifold::policysync {
 
 /// One covered attachment of a pod on this node, as its cache entry records it.
 struct LocalAttachment {
-  store::EntryKey key;          ///< the cache entry
-  std::string pod_ns;           ///< the pod's namespace
-  std::string pod_name;         ///< the pod's name
-  std::string netns;            ///< the sandbox's network namespace
-  policy::PolicyState state;    ///< what ADD (or the last sync) applied: interface, network, backend
-  policy::PolicyConfig config;  ///< the entry's multiNetworkPolicy settings
+  store::EntryKey key;             ///< the cache entry
+  std::string pod_ns;              ///< the pod's namespace
+  std::string pod_name;            ///< the pod's name
+  std::string netns;               ///< the sandbox's network namespace
+  policy::PolicyState state;       ///< what ADD (or the last sync) applied: interface, network, backend
+  policy::PolicyConfig config;     ///< the entry's multiNetworkPolicy settings
+  k8s::NamespacePolicy isolation;  ///< the entry's namespace rules: which networks the pod may ever join
 
   /// "<entry>/<ifname>": one attachment's identity across syncs.
   std::string id() const { return key.str() + "/" + state.ifname; }
@@ -119,7 +121,8 @@ class PolicySync {
     policy::MultiNetworkPolicy policy;
     bool fresh = true;
   };
-  std::vector<policy::MultiNetworkPolicy> policies_for(const policy::PodView& pod) const;
+  std::vector<policy::MultiNetworkPolicy> policies_for(const policy::PodView& pod,
+                                                       const k8s::NamespacePolicy& isolation) const;
   policy::PeerWorld world_for(std::string_view network, const std::vector<policy::MultiNetworkPolicy>& policies) const;
 
   RuleApplier apply_;

@@ -91,7 +91,8 @@ class ValidateTest(unittest.TestCase):
         return self.file(name, text.replace(old, new))
 
     def test_shipped_rbac_without_watch_is_reported(self):
-        path = self.shipped_copy("rbac.yaml", 'verbs: ["get", "list", "watch"]', 'verbs: ["get", "list"]')
+        path = self.shipped_copy("rbac.yaml", 'resources: ["pods"]\n    verbs: ["get", "list", "watch"]',
+                                 'resources: ["pods"]\n    verbs: ["get", "list"]')
         r = self.validate(path)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn(path + " [ClusterRole manifold]: $.rules: pods watch: not granted; "
@@ -99,8 +100,9 @@ class ValidateTest(unittest.TestCase):
 
     def test_shipped_rbac_without_nad_list_warns(self):
         # The CNI binary needs get only; the node agent's NAD cache lists (lookups from memory).
-        path = self.shipped_copy("rbac.yaml", 'resources: ["network-attachment-definitions"]\n    verbs: ["get", "list"]',
-                                 'resources: ["network-attachment-definitions"]\n    verbs: ["get"]')
+        path = self.shipped_copy("rbac.yaml",
+                                 'resources: ["network-attachment-definitions"]\n    verbs: ["get", "list", "watch"]',
+                                 'resources: ["network-attachment-definitions"]\n    verbs: ["get", "watch"]')
         r = self.validate(path)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn(path + " [ClusterRole manifold]: warning: $.rules: network-attachment-definitions list: not "
@@ -109,8 +111,8 @@ class ValidateTest(unittest.TestCase):
 
     def test_shipped_rbac_granting_pod_update_is_flagged(self):
         # Multus's role grants update on pods; every node holds the token, so that is any pod's spec.
-        path = self.shipped_copy("rbac.yaml", 'verbs: ["get", "list", "watch"]',
-                                 'verbs: ["get", "list", "watch", "update"]')
+        path = self.shipped_copy("rbac.yaml", 'resources: ["pods"]\n    verbs: ["get", "list", "watch"]',
+                                 'resources: ["pods"]\n    verbs: ["get", "list", "watch", "update"]')
         r = self.validate(path)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn(path + " [ClusterRole manifold]: warning: $.rules[0]: grants more than manifold needs: "

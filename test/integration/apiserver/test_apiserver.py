@@ -396,7 +396,7 @@ class StatusBodyTest(DoubleTestCase):
     def test_manifold_rbac_forbids_patch_and_unlisted_resources(self) -> None:
         self.api.set_rbac("manifold")
         self.assertEqual(self.call("GET", POD).status, 200)
-        self.assertEqual(self.call("GET", NADS).status, 403)  # one GET per selected NAD: no list
+        self.assertEqual(self.call("GET", NADS).status, 200)  # the agent's policy sync lists them
         update = self.call("PUT", POD, body=self.api.get_pod("default", "web"))
         self.assertEqual(update.status, 403)  # only the status subresource is written
         self.assertIn('cannot update resource "pods"', update.json["message"])
@@ -1471,11 +1471,9 @@ class WatchRbacTest(WatchCase):
             ("GET", f"{self.pods}/p/status?watch=1"):
                 'pods "p" is forbidden: User "{u}" cannot watch resource "pods/status" in API '
                 'group "" in the namespace "{n}"',
-            ("GET", f"/apis/k8s.cni.cncf.io/v1/namespaces/{self.ns}/"
-                    f"network-attachment-definitions?watch=1"):
-                'network-attachment-definitions.k8s.cni.cncf.io is forbidden: User "{u}" cannot '
-                'watch resource "network-attachment-definitions" in API group "k8s.cni.cncf.io" '
-                'in the namespace "{n}"',
+            ("GET", f"/apis/resource.k8s.io/v1/namespaces/{self.ns}/resourceclaims?watch=1"):
+                'resourceclaims.resource.k8s.io is forbidden: User "{u}" cannot watch resource '
+                '"resourceclaims" in API group "resource.k8s.io" in the namespace "{n}"',
             ("GET", "/api/v1/namespaces/default/events"): 'events is forbidden: User "{u}" cannot '
                                                            'list resource "events" in API group "" '
                                                            'in the namespace "default"',

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "log_capture.h"
 #include "util/clock.h"
 
 using manifold::Json;
@@ -97,7 +98,10 @@ TEST_CASE("policysync: a view lists in pages, watches, and relists after 410", "
   CollectionWatch view(
       {"pods", "/api/v1/pods", "", "PartialObjectMetadataList", true}, sink, CollectionOptions{},
       [&] { return std::make_unique<Scripted>(api, stop); }, auth, sleeper, clock);
+  manifold::test::LogCapture log;
   view.run(stop);
+  CHECK(log.contains("policy sync: listed pods at resourceVersion 10"));
+  CHECK(log.contains("the pods watch reported 410: too old"));
   CHECK(seen == std::vector<std::string>{"begin", "put a", "put b", "put c", "end", "changed", "put a", "changed",
                                          "remove b", "changed", "begin", "put a", "end", "changed", "put d"});
   std::vector<std::string> targets;

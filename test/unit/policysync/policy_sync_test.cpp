@@ -40,7 +40,7 @@ struct Node {
     const policy::AttachmentRules closed = policy::evaluate(test::web_pod(), "default/blue", policies, nullptr);
     policy::PolicyState state = policy::apply_policy(
         runner, policy::PolicyState::planned("net1", "default/blue", {Family::V4}, 30), closed, enabled());
-    attachments.push_back({{"ctr1", "mf", "eth0"}, "default", "web", "/run/netns/web", state, enabled()});
+    attachments.push_back({{"ctr1", "mf", "eth0"}, "default", "web", "/run/netns/web", state, enabled(), {}});
     for (const auto& p : policies) sync.put_policy(p);
     sync.put_local_pod(test::web_pod());
   }
@@ -140,6 +140,14 @@ TEST_CASE("policysync: a policy-for network the NAD view does not hold closes un
   node.sync.remove_network("default/missing");
   CHECK(node.sync.sync(node.attachments, false).invalid.size() == 2);
   CHECK(has(node.filter(), "MNP-OUT-net1"));
+
+  SECTION("a network the pod may never join is not asked about, as at ADD") {
+    node.sync.put_policy(test::policy_of("clients", kFromClients, "blue, elsewhere/missing"));
+    CHECK(node.sync.sync(node.attachments, false).invalid.size() == 2);
+    node.attachments[0].isolation.isolation = true;  // "elsewhere" is not a global namespace
+    CHECK(node.sync.sync(node.attachments, false).invalid.empty());
+    CHECK(has(node.filter(), kClientA));
+  }
 }
 
 TEST_CASE("policysync: a pod the watch has not delivered keeps ADD's rules", "[policysync]") {
