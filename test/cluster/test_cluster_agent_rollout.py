@@ -25,6 +25,7 @@ from scenario.case import ClusterTestCase, main  # noqa: E402
 DAEMONSET = "daemonset/manifold"
 MISSING_IMAGE = "localhost/manifold:no-such-tag"  # never imported: the node cannot pull it
 MIN_PODS, MAX_PODS = 3, 8
+CNI_KUBECONFIG = "/etc/cni/net.d/manifold.d/manifold.kubeconfig"  # written by the agent
 
 
 class AgentRollout(ClusterTestCase):
@@ -44,6 +45,14 @@ class AgentRollout(ClusterTestCase):
                 if p["metadata"].get("labels", {}).get("app") == "manifold"
                 and p.get("status", {}).get("phase") == "Running"
                 and not p["metadata"].get("deletionTimestamp")]
+
+    def installed_token_refused(self):
+        """Whether the API server answers 401 to the credentials the CNI binary uses (the
+        kubeconfig and token the agent installed), asked with kubectl inside the node."""
+        proc = self.cluster.node.run([os.path.join(self.cluster.node.bins, "kubectl"),
+                                      "--kubeconfig", CNI_KUBECONFIG, "auth", "whoami"],
+                                     check=False)
+        return proc.returncode != 0 and "Unauthorized" in proc.stderr
 
     def failed_sandboxes(self, pod):
         """The kubelet's FailedCreatePodSandBox events of the pod."""
@@ -85,11 +94,13 @@ class AgentRollout(ClusterTestCase):
         self.addCleanup(self.ds, "rollout", "status", DAEMONSET, "--timeout=120s", timeout=150)
         self.addCleanup(self.ds, "set", "image", DAEMONSET, "agent=" + image)
         self.ds("set", "image", DAEMONSET, "agent=" + MISSING_IMAGE)
-        # Until the API server has removed the old agent's pod object, the token it installed is
-        # still accepted; from then on it is not (the calls below are then refused for sure).
+        # The token the old agent installed is accepted until the API server has removed its pod
+        # object (and its cache of recent authentications has expired): wait until it is refused.
         self.cluster.wait("the old agent's pod to be gone", lambda: all(
             self.cluster.get("pod", name, "kube-system", check=False) is None
             for name in new_agents), timeout=90)
+        self.cluster.wait("the API server to refuse the token the old agent installed",
+                          self.installed_token_refused, timeout=60, interval=1)
         socket = self.cluster.node.layout.inside("/run/manifold/agent.sock")
         self.cluster.wait("the agent's socket to go", lambda: not os.path.exists(socket))
         self.cluster.kubectl("delete", "pod", *churn, "-n", self.namespace, "--wait=true",
