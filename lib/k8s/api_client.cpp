@@ -194,6 +194,14 @@ Json ApiClient::get_resource_claim(const std::string& ns, const std::string& nam
                           true});
 }
 
+Json ApiClient::list_of(Call call) {
+  const std::string described = call.describe();
+  Json list = call_for_object(std::move(call));
+  if (!list.contains("items") || !list["items"].is_array())
+    throw cni::CniError(cni::ErrorCode::Decoding, "Kubernetes API answer to GET " + described + " has no items list");
+  return list;
+}
+
 Json ApiClient::list_resource_slices(const std::string& node, const std::string& driver) {
   require_name("DRA driver", driver);
   std::string selector = "spec.driver=" + driver;
@@ -209,11 +217,7 @@ Json ApiClient::list_resource_slices(const std::string& node, const std::string&
          {},
          "ResourceSliceList",
          true};
-  Json list = call_for_object(t);
-  if (!list.contains("items") || !list["items"].is_array())
-    throw cni::CniError(cni::ErrorCode::Decoding,
-                        "Kubernetes API answer to GET " + t.describe() + " has no items list");
-  return list;
+  return list_of(std::move(t));
 }
 
 Json ApiClient::list_multi_network_policies(const std::string& ns) {
@@ -226,11 +230,7 @@ Json ApiClient::list_multi_network_policies(const std::string& ns) {
          {},
          "MultiNetworkPolicyList",
          true};
-  Json list = call_for_object(t);
-  if (!list.contains("items") || !list["items"].is_array())
-    throw cni::CniError(cni::ErrorCode::Decoding,
-                        "Kubernetes API answer to GET " + t.describe() + " has no items list");
-  return list;
+  return list_of(std::move(t));
 }
 
 Json ApiClient::list_nads(const std::string& ns) {
@@ -243,40 +243,19 @@ Json ApiClient::list_nads(const std::string& ns) {
          {},
          "NetworkAttachmentDefinitionList",
          true};
-  Json list = call_for_object(t);
-  if (!list.contains("items") || !list["items"].is_array())
-    throw cni::CniError(cni::ErrorCode::Decoding,
-                        "Kubernetes API answer to GET " + t.describe() + " has no items list");
-  return list;
+  return list_of(std::move(t));
 }
 
 Json ApiClient::list_node_pods(const std::string& node) {
   Call t{"pods", "", "", "/api/v1/pods?" + node_selector(node), "GET", {}, "PodList", true};
-  Json list = call_for_object(t);
-  if (!list.contains("items") || !list["items"].is_array())
-    throw cni::CniError(cni::ErrorCode::Decoding,
-                        "Kubernetes API answer to GET " + t.describe() + " has no items list");
-  return list;
+  return list_of(std::move(t));
 }
 
 http::StreamEnd ApiClient::watch_node_pods(const std::string& node, const std::string& resource_version,
                                            int timeout_seconds, const http::StreamOptions& options,
                                            const std::function<bool(std::string_view)>& on_data) {
-  std::string path = "/api/v1/pods?" + node_selector(node) +
-                     "&watch=1&allowWatchBookmarks=true&timeoutSeconds=" + std::to_string(timeout_seconds);
-  if (!resource_version.empty()) path += "&resourceVersion=" + query_value(resource_version);
-  Call t{"pods", "", "", path, "WATCH", {}, {}, false};
-  http::HttpRequest request{"GET", base_path_ + path, {}, {}};
-  add_headers(request);
-  ++requests_;
-  http::StreamResult result;
-  try {
-    result = transport_.stream(request, options, on_data);
-  } catch (const http::TransportError& e) {
-    throw ApiError(0, "", "", "Kubernetes API WATCH " + t.describe() + " failed: " + e.msg());
-  }
-  if (result.head.status < 200 || result.head.status >= 300) throw error_for_response(t, result.head);
-  return result.end;
+  return watch_collection("pods", "/api/v1/pods", node_selector(node), resource_version, timeout_seconds, {}, options,
+                          on_data);
 }
 
 Json ApiClient::call_for_object(Call call) {

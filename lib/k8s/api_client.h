@@ -140,6 +140,8 @@ class ApiClient {
  private:
   struct LastFailure;
   Json call_for_object(Call call);
+  /// call_for_object() of a LIST: throws CniError(Decoding) when the answer has no items list.
+  Json list_of(Call call);
   bool judge(const Call& call, const http::BatchOutcome& answer, int attempt, ApiOutcome& out, LastFailure& last,
              std::optional<std::chrono::milliseconds>& retry_after) const;
   std::vector<ApiOutcome> run(std::vector<Call> calls, const std::string& accept = {});
